@@ -1,0 +1,109 @@
+r"""The index file (SPEC 7.2): one record line per stored document, then one line per link.
+
+::
+
+    <UrlMD5checksum>\t<normalizedurl>\t<originalurl>\t<Title>\t<encoding>\t<type>\t<lastmodified>\t<serverdate>
+    \t@<normalized link> <anchor text>
+
+Every value written goes through :func:`clean`, which turns tabs, line breaks (including the
+Unicode ones that ``str.splitlines`` honours) and other control characters into single spaces, so no
+title, anchor or URL can ever forge a record or a link line.
+
+>>> rec = IndexRecord("0" * 32, "http://h/", "http://h/#x", "A\ttitle\n\x85forged", "utf-8", "html",
+...                   None, "Tue, 15 Nov 1994 08:12:31 GMT", (("http://h/b", "B  link"), ("http://h/c", "")))
+>>> print(format_record(rec), end="")  # doctest: +NORMALIZE_WHITESPACE
+00000000000000000000000000000000  http://h/  http://h/#x  A title forged  utf-8  html  -  Tue, 15 Nov 1994 08:12:31 GMT
+    @http://h/b B link
+    @http://h/c
+>>> list(parse_index(format_record(rec))) == [rec._replace(title="A title forged", links=(("http://h/b", "B link"), ("http://h/c", "")))]
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+UNKNOWN = "-"
+
+# \s covers tab, CR, LF, VT, FF, the file/group/record separators, NEL, U+2028/U+2029 and other
+# Unicode spaces; the explicit ranges add the remaining C0/C1 controls.
+_BREAKING = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
+
+
+def clean(text: str | None) -> str:
+    """Collapse white space and control characters to single spaces and trim.
+
+    >>> clean("  Caf\\u00e9\\r\\n &  Co\\u2028news "), clean(None), clean(" \\t ")
+    ('Café & Co news', '', '')
+    """
+    if not text:
+        return ""
+    return _BREAKING.sub(" ", text).strip()
+
+
+def field(text: str | None) -> str:
+    """A record field: cleaned, ``-`` when unknown or empty."""
+    return clean(text) or UNKNOWN
+
+
+class IndexRecord(NamedTuple):
+    """One stored document as the index describes it (``None`` stands for an unknown field)."""
+
+    url_md5: str
+    url: str
+    original_url: str
+    title: str | None
+    encoding: str | None
+    type: str | None
+    last_modified: str | None
+    server_date: str | None
+    links: tuple[tuple[str, str], ...] = ()
+
+
+def distinct_links(links: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """Each distinct (link, cleaned anchor) pair once, in first-seen order."""
+    return tuple(dict.fromkeys((clean(u), clean(a)) for u, a in links))
+
+
+def format_record(rec: IndexRecord) -> str:
+    """The record line and its link lines, each ending in a newline."""
+    fields = (rec.url_md5, rec.url, rec.original_url, rec.title, rec.encoding, rec.type,
+              rec.last_modified, rec.server_date)  # fmt: skip
+    lines = ["\t".join(field(f) for f in fields)]
+    for url, anchor in distinct_links(rec.links):
+        lines.append(f"\t@{url} {anchor}" if anchor else f"\t@{url}")
+    return "\n".join(lines) + "\n"
+
+
+def _unknown(value: str) -> str | None:
+    return None if value == UNKNOWN else value
+
+
+def parse_index(text: str) -> Iterator[IndexRecord]:
+    """Read index text back into records (the inverse of :func:`format_record` on cleaned values).
+
+    Raises ``ValueError`` on a line that is neither a record nor a link line.
+    """
+    current: IndexRecord | None = None
+    links: list[tuple[str, str]] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line:
+            continue
+        if line.startswith("\t@"):
+            if current is None:
+                raise ValueError(f"line {number}: link line before any record")
+            url, _, anchor = line[2:].partition(" ")
+            links.append((url, anchor))
+            continue
+        parts = line.split("\t")
+        if len(parts) != 8:
+            raise ValueError(f"line {number}: expected 8 TAB-separated fields, got {len(parts)}")
+        if current is not None:
+            yield current._replace(links=tuple(links))
+        md5, url, original = parts[:3]
+        title, encoding, doc_type, modified, date = (_unknown(p) for p in parts[3:])
+        current, links = IndexRecord(md5, url, original, title, encoding, doc_type, modified, date), []
+    if current is not None:
+        yield current._replace(links=tuple(links))

@@ -1,0 +1,107 @@
+"""Crawl scope (SPEC 4): which normalized URLs the crawl may enter, computed from the seeds.
+
+Every function here takes *normalized* URLs (see :mod:`tarantula.core.urls`), so the host is
+already lower-case, default ports are gone and the path starts with ``/``.
+
+>>> in_scope = build_scope("domain-scope", ["http://www.example.com/", "http://a.b.example.org/"])
+>>> in_scope("http://example.com/x"), in_scope("http://deep.example.com/"), in_scope("http://b.example.org/")
+(True, True, False)
+>>> in_scope = build_scope("path-scope", ["http://h.org/docs/index.html"])
+>>> in_scope("http://h.org/docs/a/b.html"), in_scope("http://h.org/other.html")
+(True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+ScopeTest = Callable[[str], bool]
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class Origin(NamedTuple):
+    """The parts of a normalized URL that scope rules compare."""
+
+    host: str
+    port: int
+    path: str
+
+
+def origin(url: str) -> Origin:
+    """Split a normalized URL into host, effective port and path (query excluded).
+
+    >>> origin("https://[::1]:8443/a?b")
+    Origin(host='[::1]', port=8443, path='/a')
+    >>> origin("http://example.com/")
+    Origin(host='example.com', port=80, path='/')
+    """
+    scheme, _, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    path = slash + path.partition("?")[0]
+    host, port = netloc, _DEFAULT_PORTS.get(scheme, 0)
+    colon = netloc.rfind(":")
+    if colon > netloc.rfind("]"):
+        host, port = netloc[:colon], int(netloc[colon + 1 :])
+    return Origin(host, port, path or "/")
+
+
+def seed_domains(hosts: Iterable[str]) -> frozenset[str]:
+    """The seeds-domains-set: hosts without a leading ``www.``, keeping no subdomain of another member.
+
+    >>> sorted(seed_domains(["foo1.domain.com", "foo2.foo1.domain.com", "www.foo3.foo1.domain.com"]))
+    ['foo1.domain.com']
+    """
+    domains = {h[4:] if h.startswith("www.") else h for h in hosts}
+    return frozenset(d for d in domains if not any(d.endswith("." + o) for o in domains if o != d))
+
+
+def host_in_domains(host: str, domains: frozenset[str]) -> bool:
+    """True when ``host`` is a member of ``domains`` or a subdomain of one."""
+    if host in domains:
+        return True
+    # Walk up the labels: a.b.c.example.com -> b.c.example.com -> ... (cheaper than testing every member).
+    dot = host.find(".")
+    while dot != -1:
+        host = host[dot + 1 :]
+        if host in domains:
+            return True
+        dot = host.find(".")
+    return False
+
+
+def seed_directory(path: str) -> str:
+    """The seed's path up to and including its last ``/``.
+
+    >>> seed_directory("/path/index.html"), seed_directory("/index.html"), seed_directory("/a/b/")
+    ('/path/', '/', '/a/b/')
+    """
+    return path[: path.rfind("/") + 1]
+
+
+def build_scope(kind: str, seeds: Iterable[str]) -> ScopeTest:
+    """Return a test that says whether a normalized URL is inside the scope ``kind`` of ``seeds``.
+
+    ``kind`` is one of free-spanning, domain-scope, host-scope, path-scope; ``seeds`` are normalized.
+    """
+    origins = [origin(s) for s in seeds]
+    if kind == "free-spanning":
+        return lambda url: True
+    if kind == "domain-scope":
+        domains = seed_domains(o.host for o in origins)
+        return lambda url: host_in_domains(origin(url).host, domains)
+    if kind == "host-scope":
+        hosts = frozenset((o.host, o.port) for o in origins)
+        return lambda url: origin(url)[:2] in hosts
+    if kind == "path-scope":
+        dirs: dict[tuple[str, int], list[str]] = {}
+        for o in origins:
+            dirs.setdefault((o.host, o.port), []).append(seed_directory(o.path))
+
+        def in_path_scope(url: str) -> bool:
+            o = origin(url)
+            return any(o.path.startswith(d) for d in dirs.get((o.host, o.port), ()))
+
+        return in_path_scope
+    raise ValueError(f"unknown scope {kind!r}")

@@ -1,0 +1,43 @@
+"""The end-of-crawl summary (SPEC 7.3), from the crawl's stats.
+
+>>> print(summary_text({"tarantula/documents/stored": 3, "response_received_count": 5,
+...     "tarantula/failures/http-404": 1, "tarantula/filtered/scope": 7, "elapsed_time_seconds": 1.25,
+...     "finish_reason": "finished"}, errors=[], index="repo/index.txt"))
+Crawl finished (finished) in 1.2 s
+  documents stored     3  (index: repo/index.txt)
+  responses fetched    5
+  duplicates           0
+  failures             1  (http-404: 1)
+  links filtered       7  (scope: 7)
+  errors               0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def _breakdown(stats: Mapping[str, Any], prefix: str) -> tuple[int, str]:
+    counts = {k[len(prefix) :]: int(v) for k, v in stats.items() if k.startswith(prefix) and v}
+    total = sum(counts.values())
+    detail = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return total, f"  ({detail})" if detail else ""
+
+
+def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str) -> str:
+    """A few lines saying what the crawl did; ``errors`` are Tarantula's own errors, one line each."""
+    failures, failure_detail = _breakdown(stats, "tarantula/failures/")
+    filtered, filtered_detail = _breakdown(stats, "tarantula/filtered/")
+    lines = [
+        f"Crawl finished ({stats.get('finish_reason', 'unknown')}) in "
+        f"{float(stats.get('elapsed_time_seconds', 0)):.1f} s",
+        f"  documents stored {stats.get('tarantula/documents/stored', 0):>5}  (index: {index})",
+        f"  responses fetched {stats.get('response_received_count', 0):>4}",
+        f"  duplicates {stats.get('tarantula/documents/duplicate', 0):>11}",
+        f"  failures {failures:>13}{failure_detail}",
+        f"  links filtered {filtered:>7}{filtered_detail}",
+        f"  errors {len(errors):>15}",
+    ]
+    lines += [f"    {e}" for e in errors]
+    return "\n".join(lines)

@@ -1,0 +1,17 @@
+"""Defaults of every ``TARANTULA_*`` setting (Scrapy settings, settable with ``-s NAME=VALUE``).
+
+Crawl behaviour comes from the configuration file; these settings only tell the Scrapy side where
+to find it and how the process around the crawl behaves.
+"""
+
+from __future__ import annotations
+
+#: Path of the configuration file when no ``-a conf=PATH`` is given.
+TARANTULA_CONF: str | None = None
+
+#: Host-name mapping used instead of DNS, like curl's ``--resolve``: ``"HOST=ADDRESS,..."`` or a
+#: dict. ``HOST`` may be ``*`` (any name) or ``*.suffix``. Config files add to it (key ``resolve``).
+TARANTULA_RESOLVE: dict[str, str] | str = {}
+
+#: When true, a name that ``TARANTULA_RESOLVE`` does not map fails at once, without a DNS query.
+TARANTULA_RESOLVE_ONLY: bool = False

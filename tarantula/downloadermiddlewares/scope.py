@@ -1,0 +1,50 @@
+"""Scope, reject list and fetch-worthiness for every request the crawler would send (SPEC 4, 5).
+
+The spider already runs its links through the same :class:`~tarantula.core.rules.UrlRules`, so
+this middleware matters for requests it did not build: redirect targets (a redirect that leaves
+the scope, hits the reject list or leads to something neither accepted nor possibly HTML is not
+followed) and meta refreshes. robots.txt requests are the robots middleware's own business.
+
+Stats: ``tarantula/filtered/<rule>`` per request refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+    from tarantula.core.rules import UrlRules
+
+logger = logging.getLogger(__name__)
+
+
+class ScopeMiddleware:
+    def __init__(self, rules: UrlRules, stats: StatsCollector) -> None:
+        self.rules = rules
+        self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ScopeMiddleware:
+        rules = getattr(crawler.spider, "rules", None)
+        if rules is None:
+            raise NotConfigured("the spider has no Tarantula URL rules")
+        return cls(rules, crawler.stats)
+
+    def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        if request.meta.get("dont_obey_robotstxt") or request.meta.get("tarantula_url") == request.url:
+            return  # robots.txt itself, or a request the spider built and checked
+        verdict = self.rules.check(request.url)
+        rule = verdict.rule
+        if rule is None and not self.rules.worth_fetching(verdict.url or request.url):
+            rule = "not-accepted"
+        if rule is not None:
+            self.stats.inc_value(f"tarantula/filtered/{rule}")
+            logger.debug("Not fetched (%s): %s", rule, request.url)
+            raise IgnoreRequest(f"filtered by rule {rule}")

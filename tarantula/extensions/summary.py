@@ -1,0 +1,67 @@
+"""Collects Tarantula's own errors during a crawl and writes the summary at its end (SPEC 7.3).
+
+Every ERROR log record of the crawl is a fault of the crawler itself (network faults are logged as
+warnings), so each one is remembered by its first line, named in the summary, and makes
+``scrapy crawl`` exit with status 1.
+
+The summary is logged (and kept in :attr:`text` for the crawl command to print); the raw stats are
+logged at level 2.
+"""
+
+from __future__ import annotations
+
+import logging
+import pprint
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+
+from tarantula.core.summary import summary_text
+from tarantula.pipelines.index import INDEX_NAME
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class _ErrorCollector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        first_line = record.getMessage().partition("\n")[0]
+        if record.exc_info and record.exc_info[1] is not None:
+            first_line += f" ({record.exc_info[1].__class__.__name__}: {record.exc_info[1]})"
+        self.errors.append(f"{record.name}: {first_line}"[:300])
+
+
+class CrawlSummary:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.collector = _ErrorCollector()
+        self.text: str | None = None
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CrawlSummary:
+        return cls(crawler)
+
+    @property
+    def errors(self) -> list[str]:
+        return self.collector.errors
+
+    def opened(self) -> None:
+        logging.getLogger().addHandler(self.collector)
+
+    def closed(self, reason: str) -> None:
+        logging.getLogger().removeHandler(self.collector)
+        stats = self.crawler.stats.get_stats()
+        stats.setdefault("finish_reason", reason)
+        config = getattr(self.crawler.spider, "config", None)
+        index = str(config.repository / INDEX_NAME) if config is not None else "-"
+        self.text = summary_text(stats, self.errors, index)
+        logger.info("%s", self.text)
+        logger.debug("Stats:\n%s", pprint.pformat(stats))

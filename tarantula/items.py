@@ -1,0 +1,28 @@
+"""The item a stored document travels in, from the spider through the pipelines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tarantula.core.index import IndexRecord
+
+
+@dataclass
+class Document:
+    """An accepted document: its index fields, its links, its body and where it went in the mirror."""
+
+    url: str  # normalized
+    original_url: str
+    url_md5: str
+    title: str | None
+    encoding: str | None
+    type: str | None
+    last_modified: str | None
+    server_date: str | None
+    links: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    path: str | None = None  # relative mirror path, set by the mirror pipeline
+
+    def record(self) -> IndexRecord:
+        return IndexRecord(self.url_md5, self.url, self.original_url, self.title, self.encoding,
+                           self.type, self.last_modified, self.server_date, tuple(self.links))  # fmt: skip

@@ -1,0 +1,63 @@
+"""Scrapy settings of the Tarantula project. No logic: values only.
+
+Per-crawl values (concurrency, delays, limits, logging) are set from the configuration file by the
+spider (see :mod:`tarantula.configure`); what stays here is fixed for every crawl.
+"""
+
+from tarantula.defaults import *  # noqa: F403
+
+BOT_NAME = "tarantula"
+SPIDER_MODULES = ["tarantula.spiders"]
+NEWSPIDER_MODULE = "tarantula.spiders"
+COMMANDS_MODULE = "tarantula.commands"
+
+# Off: both run code or open ports that a crawler has no use for (the remote control runs any
+# Python sent to it).
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+EXTENSIONS = {
+    "tarantula.extensions.summary.CrawlSummary": 100,
+}
+
+TWISTED_DNS_RESOLVER = "tarantula.resolver.MappedResolver"
+
+ROBOTSTXT_OBEY = True
+ROBOTSTXT_USER_AGENT = "tarantula"
+ROBOTSTXT_PARSER = "scrapy.robotstxt.ProtegoRobotParser"
+
+# Politeness is exact, not randomized: `delay` is a minimum.
+DOWNLOAD_DELAY_JITTER = 0
+# A crawler of the open web keeps no session state and uses no proxy from the environment.
+COOKIES_ENABLED = False
+HTTPPROXY_ENABLED = False
+
+SCHEDULER = "tarantula.scheduler.FrontierScheduler"
+
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.offsite.OffsiteMiddleware": None,
+}
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
+    "tarantula.downloadermiddlewares.scope.ScopeMiddleware": 50,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "tarantula.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
+    "tarantula.downloadermiddlewares.politeness.PolitenessMiddleware": 560,
+}
+ITEM_PIPELINES = {
+    "tarantula.pipelines.mirror.MirrorPipeline": 300,
+    "tarantula.pipelines.index.IndexPipeline": 400,
+}
+
+# Network faults are counted and reported, not errors of the crawler: keep ERROR for real bugs.
+LOG_FORMATTER = "tarantula.logformatter.LogFormatter"
+RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
+LOG_LEVEL = "INFO"
+STATS_DUMP = False  # the crawl summary replaces the raw dump (it is still logged at level 2)
+
+FEED_EXPORT_ENCODING = "utf-8"
+
+# Scrapy waits 180 s by default; a crawler of many hosts gives up on a silent one sooner.
+DOWNLOAD_TIMEOUT = 30
+
+SPIDER_CONTRACTS = {"tarantula.contracts.DemoContract": 10}

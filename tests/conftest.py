@@ -1,0 +1,130 @@
+"""Fixtures: a recording HTTP server on 127.0.0.1, config files, and crawls run as `scrapy crawl`.
+
+Every host name a test uses ends in ``.test`` and is mapped to 127.0.0.1 by the config's
+``resolve`` key with ``resolve-only = yes``, so no DNS query ever leaves the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tarantula.core.index import IndexRecord, parse_index
+from tarantula.demo.server import RequestRecord, SiteServer
+
+PROJECT = Path(__file__).resolve().parents[1]
+RESOLVE = ("*.test=127.0.0.1",)
+
+
+@pytest.fixture
+def web() -> Iterator[SiteServer]:
+    with SiteServer() as server:
+        yield server
+
+
+def conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return "{ " + ", ".join(f'"{v}"' for v in value) + " }"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return f'"{value}"'
+
+
+def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
+    """A config file in ``folder``: keys given as Python names (``max_page_number=3``); test defaults
+    are no delay, one thread, the repository ``repo`` next to the file, logs at level 2 to ``log``."""
+    values: dict[str, Any] = {
+        "delay": 0, "threads": 1, "repository": "repo", "log_file": "log", "log_level": 2,
+        "resolve": RESOLVE, "resolve_only": True,
+    }  # fmt: skip
+    values.update(keys)
+    lines = ["<crawler-options>", f"starting-points = {conf_value(seeds)};"]
+    sections = {"log_file": "logging", "log_level": "logging", "period": "recrawling-options",
+                "threads": "multithreading-options"}  # fmt: skip
+    for key, value in values.items():
+        if key not in sections:
+            lines.append(f"{key.replace('_', '-')} = {conf_value(value)};")
+    for key, value in values.items():
+        if key in sections:
+            lines += [f"<{sections[key]}>", f"{key.replace('_', '-')} = {conf_value(value)};"]
+    path = folder / "crawl.conf"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class Crawl:
+    """The outcome of one ``scrapy crawl tarantula`` run."""
+
+    process: subprocess.CompletedProcess[str]
+    repository: Path
+    log: str
+
+    @property
+    def status(self) -> int:
+        return self.process.returncode
+
+    @property
+    def index_text(self) -> str:
+        path = self.repository / "index.txt"
+        return path.read_text(encoding="utf-8") if path.exists() else ""
+
+    @property
+    def records(self) -> list[IndexRecord]:
+        return list(parse_index(self.index_text))
+
+    def record(self, url: str) -> IndexRecord:
+        (found,) = [r for r in self.records if r.url == url]
+        return found
+
+    @property
+    def urls(self) -> list[str]:
+        return [r.url for r in self.records]
+
+    def files(self) -> list[str]:
+        """Mirror files, relative to the repository, sorted (the index itself excluded)."""
+        return sorted(str(p.relative_to(self.repository)) for p in self.repository.rglob("*")
+                      if p.is_file() and p.name != "index.txt")  # fmt: skip
+
+
+def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
+    """Run ``scrapy crawl tarantula -a conf=CONF`` from the project folder, as a user would."""
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("http_proxy", None)
+    env.pop("HTTP_PROXY", None)
+    process = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}", *args],
+        cwd=PROJECT, capture_output=True, text=True, timeout=timeout, env=env,
+    )  # fmt: skip
+    log_path = conf.parent / "log"
+    log = log_path.read_text(encoding="utf-8") if log_path.exists() else process.stderr
+    return Crawl(process, conf.parent / "repo", log)
+
+
+@pytest.fixture
+def crawl(tmp_path: Path):
+    """``crawl(seeds, **keys)`` writes a config in a fresh folder and runs the crawl."""
+
+    def run(seeds: list[str], *args: str, **keys: Any) -> Crawl:
+        return run_crawl(write_conf(tmp_path, seeds, **keys), *args)
+
+    return run
+
+
+def max_in_flight(records: list[RequestRecord], host: str) -> int:
+    """The largest number of requests to ``host`` that the server was answering at one time."""
+    events = sorted([(r.time, 1) for r in records if r.host == host] + [(r.end, -1) for r in records if r.host == host])
+    current = peak = 0
+    for _, delta in events:
+        current += delta
+        peak = max(peak, current)
+    return peak
