@@ -1,0 +1,520 @@
+"""Parse the crawler configuration file into a frozen, validated :class:`CrawlConfig`.
+
+The grammar, as users write it::
+
+    # a comment runs to the end of the line
+    <crawler-options>                       # opens a section
+    starting-points = { "http://a.example/", http://b.example/, };
+    scope = domain-scope;  delay = 0.5;     # several statements may share a line
+
+* Keys and section names are case-insensitive, and ``_`` equals ``-`` in them. Keys before any
+  section belong to ``<crawler-options>``.
+* A value is a quoted string (backslashes are kept literally: they are regex escapes), a bare word
+  or number, or a list ``{ item, item, ... }`` that may span lines and end with a trailing comma.
+* A bare list item runs to the next ``,`` that is outside brackets and parentheses, to ``}``, or
+  to the end of its line, and is trimmed. ``#`` starts a comment only at the start of a token or
+  after whitespace, so the bare regex ``^#.*`` keeps its ``#``.
+
+Every problem found is reported at once, with file, line and column, as :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import math
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tarantula import __version__
+
+SCOPES = ("free-spanning", "domain-scope", "host-scope", "path-scope")
+TRAVERSALS = ("bfs", "dfs")
+SECTIONS = ("crawler-options", "logging", "recrawling-options", "multithreading-options")
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One problem in a configuration file, at a 1-based line and character column."""
+
+    file: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}: error: {self.message}"
+
+
+class ConfigError(Exception):
+    """The configuration file is unusable; ``problems`` lists every problem in file order."""
+
+    def __init__(self, problems: list[ConfigProblem]) -> None:
+        super().__init__("\n".join(map(str, problems)))
+        self.problems = list(problems)
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    """A validated crawler configuration. Relative paths are made absolute on creation."""
+
+    path: Path
+    starting_points: tuple[str, ...]
+    accept_list: tuple[re.Pattern[str], ...] = ()
+    reject_list: tuple[re.Pattern[str], ...] = ()
+    max_page_number: int = 0
+    scope: str = "host-scope"
+    traversal_algorithm: str = "bfs"
+    repository: Path = Path("repository")
+    time_limit: float = 0.0
+    delay: float = 1.0
+    delay_factor: float = 0.0
+    host_concurrency: int = 1
+    host_failures: int = 5
+    user_agent: str = f"tarantula/{__version__}"
+    max_depth: int = 20
+    max_url_length: int = 2048
+    max_document_size: int = 10485760
+    log_file: Path | None = None
+    log_level: int = 1
+    period: float = 72.0
+    threads: int = 8
+    resolve: tuple[tuple[str, str], ...] = ()
+    resolve_only: bool = False
+    sort_query: bool = False
+
+    def __post_init__(self) -> None:
+        # Relative paths in the file mean "next to the file", not "in the current directory".
+        path = Path(self.path).absolute()
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "repository", path.parent / self.repository)
+        if self.log_file is not None:
+            object.__setattr__(self, "log_file", path.parent / self.log_file)
+
+
+class _Invalid(ValueError):
+    """A value is not acceptable; the message is a sentence for the user."""
+
+
+Converter = Callable[[str, str], object]  # (key as written, value text) -> value
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_BOOLEANS = {"yes": True, "true": True, "on": True, "1": True}
+_BOOLEANS |= {"no": False, "false": False, "off": False, "0": False}
+_HOST_RE = re.compile(r"\*|(\*\.)?(?!-)[\w-]{1,63}(?<!-)(\.(?!-)[\w-]{1,63}(?<!-))*\.?")
+
+
+def _number(lo: float | None = None, hi: float | None = None, whole: bool = False) -> Converter:
+    def convert(key: str, text: str) -> float:
+        text = text.strip()
+        if not (_INT_RE if whole else _FLOAT_RE).fullmatch(text):
+            kind = "a whole number" if whole and _FLOAT_RE.fullmatch(text) else "a number"
+            raise _Invalid(f"'{key}' must be {kind}, got '{text}'")
+        try:
+            value = int(text) if whole else float(text)
+        except ValueError:  # more digits than Python agrees to convert
+            value = math.inf
+        if value in (math.inf, -math.inf):  # not isfinite(): it overflows on huge ints
+            raise _Invalid(f"'{key}' is too large: '{text[:30]}'")
+        if lo is not None and hi is not None and not lo <= value <= hi:
+            raise _Invalid(f"'{key}' must be between {lo} and {hi}, got '{text}'")
+        if lo is not None and value < lo:
+            raise _Invalid(f"'{key}' must be at least {lo}, got '{text}'")
+        return value
+
+    return convert
+
+
+def _integer(lo: int | None = None, hi: int | None = None) -> Converter:
+    return _number(lo, hi, whole=True)
+
+
+def _choice(names: tuple[str, ...]) -> Converter:
+    def convert(key: str, text: str) -> str:
+        text = text.strip()
+        if text.lower() not in names:
+            raise _Invalid(f"unknown {key} '{text}'; valid values: {', '.join(names)}")
+        return text.lower()
+
+    return convert
+
+
+def _boolean(key: str, text: str) -> bool:
+    if text.strip().lower() not in _BOOLEANS:
+        raise _Invalid(f"'{key}' must be yes/no, true/false, on/off or 1/0, got '{text}'")
+    return _BOOLEANS[text.strip().lower()]
+
+
+def _text(key: str, text: str) -> str:
+    if not text.strip():
+        raise _Invalid(f"'{key}' must not be empty")
+    if re.search(r"[\x00-\x1f\x7f]", text):  # would break a header or a file name later
+        raise _Invalid(f"'{key}' must not contain control characters")
+    return text
+
+
+def _path(key: str, text: str) -> Path:
+    return Path(_text(key, text))
+
+
+def _log_file(key: str, text: str) -> Path | None:
+    return None if text.strip().lower() == "screen" else _path(key, text)
+
+
+def _regex(key: str, text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except (re.error, OverflowError, RecursionError) as exc:  # huge repeats, deep nesting
+        raise _Invalid(f"invalid regular expression '{text}' in '{key}': {exc}") from None
+
+
+def _url(key: str, text: str) -> str:
+    text = text.strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        ok = ok and not re.search(r"\s", text)
+    except ValueError:  # bad IPv6 brackets or port
+        ok = False
+    if not ok:
+        raise _Invalid(f"'{text}' in '{key}' is not an absolute http(s) URL with a host")
+    return text
+
+
+def _resolve_item(key: str, text: str) -> tuple[str, str]:
+    host, sep, address = (part.strip() for part in text.partition("="))
+    host = host.lower()
+    if not sep or not _HOST_RE.fullmatch(host) or len(host) > 253:
+        raise _Invalid(f"'{text}' in '{key}' is not HOST=ADDRESS with a host name, * or *.suffix")
+    try:
+        ip = ipaddress.ip_address(address.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        raise _Invalid(f"'{address}' in '{key}' is not an IPv4 or IPv6 address") from None
+    return host, str(ip)
+
+
+@dataclass(frozen=True)
+class _Key:
+    """A configuration key: its section, how its text becomes a value, whether it takes a list."""
+
+    name: str
+    section: str
+    convert: Converter
+    many: bool = False
+    required: bool = False
+
+
+_C, _L, _R, _M = SECTIONS
+# A key's default is its CrawlConfig field's default: a new key is one line here, one field there.
+_KEYS = {
+    key.name: key
+    for key in (
+        _Key("starting-points", _C, _url, many=True, required=True),
+        _Key("accept-list", _C, _regex, many=True),
+        _Key("reject-list", _C, _regex, many=True),
+        _Key("max-page-number", _C, _integer()),
+        _Key("scope", _C, _choice(SCOPES)),
+        _Key("traversal-algorithm", _C, _choice(TRAVERSALS)),
+        _Key("repository", _C, _path),
+        _Key("time-limit", _C, _number(0)),
+        _Key("delay", _C, _number(0)),
+        _Key("delay-factor", _C, _number(0)),
+        _Key("host-concurrency", _C, _integer(1)),
+        _Key("host-failures", _C, _integer(0)),
+        _Key("user-agent", _C, _text),
+        _Key("max-depth", _C, _integer(0)),
+        _Key("max-url-length", _C, _integer(1)),
+        _Key("max-document-size", _C, _integer(1)),
+        _Key("resolve", _C, _resolve_item, many=True),
+        _Key("resolve-only", _C, _boolean),
+        _Key("sort-query", _C, _boolean),
+        _Key("log-file", _L, _log_file),
+        _Key("log-level", _L, _integer(0, 2)),
+        _Key("period", _R, _number(0)),
+        _Key("threads", _M, _integer(1)),
+    )
+}
+
+
+@dataclass
+class _Item:
+    text: str
+    pos: int  # offset of the first character (the quote, if quoted)
+
+
+@dataclass
+class _List:
+    items: list[_Item]
+    pos: int  # offset of "{"
+    damaged: bool = False  # an item could not be read and was reported
+
+
+_KEY_RE = re.compile(r"[\w-]+")
+_BARE_RE = re.compile(r"[^\s;]+")
+
+
+def _canonical(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def _did_you_mean(name: str, choices: list[str], fmt: str) -> str:
+    close = difflib.get_close_matches(name, choices, n=1)
+    return f"; did you mean {fmt.format(close[0])}?" if close else ""
+
+
+class _Reader:
+    """Reads the text statement by statement, collecting values and problems (by offset)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.i = text, 0
+        self.errors: list[tuple[int, str]] = []
+        self.section: str | None = _C
+        self.first_seen: dict[str, int] = {}
+        self.values: dict[str, object] = {}
+
+    def error(self, pos: int, message: str) -> None:
+        self.errors.append((pos, message))
+
+    def peek(self) -> str:
+        return self.text[self.i : self.i + 1]
+
+    def line_end(self, pos: int) -> int:
+        end = self.text.find("\n", pos)
+        return len(self.text) if end < 0 else end
+
+    def skip_blank(self) -> None:
+        """Skip whitespace, line breaks and comments."""
+        while c := self.peek():
+            if c == "#":
+                self.i = self.line_end(self.i)
+            elif c.isspace():
+                self.i += 1
+            else:
+                break
+
+    def skip_statement(self) -> None:
+        """Recover from an error: resume after the next ';' on this line, or on the next line."""
+        end = self.line_end(self.i)
+        semicolon = self.text.find(";", self.i, end)
+        self.i = end if semicolon < 0 else semicolon + 1
+
+    def read(self) -> None:
+        while True:
+            self.skip_blank()
+            start, c = self.i, self.peek()
+            if not c:
+                return
+            if c == ";":  # an empty statement is harmless
+                self.i += 1
+            elif c == "<":
+                close = self.text.find(">", start, self.line_end(start))
+                if close < 0:
+                    self.error(start, "expected '>' to close the section name")
+                    self.i = self.line_end(start)
+                else:
+                    self.i = close + 1
+                    self.open_section(self.text[start + 1 : close].strip(), start)
+            elif match := _KEY_RE.match(self.text, start):
+                self.statement(match.group(), start)
+            else:
+                self.error(start, f"unexpected '{c}'; expected a key or a <section>")
+                self.skip_statement()
+
+    def statement(self, key: str, start: int) -> None:
+        self.i = start + len(key)
+        while self.peek() in (" ", "\t", "\r"):
+            self.i += 1
+        if self.peek() != "=":
+            self.error(self.i, f"expected '=' after '{key}'")
+            self.skip_statement()
+            return
+        self.i += 1
+        value = self.value(key)
+        if value is not None:
+            end = self.i
+            self.skip_blank()
+            if self.peek() == ";":
+                self.i += 1
+            else:
+                self.error(end, f"expected ';' after the value of '{key}'")
+                if self.peek() not in ("", "<") and "\n" not in self.text[end : self.i]:
+                    self.skip_statement()  # garbage on the same line, not the next statement
+        self.assign(key, start, value)
+
+    def value(self, key: str) -> _Item | _List | None:
+        """Read the value after '='; None (already reported) if there is none to read."""
+        after_equals = self.i
+        self.skip_blank()
+        c = self.peek()
+        at_line_start = not self.text[self.text.rfind("\n", 0, self.i) + 1 : self.i].strip()
+        if not c or c == ";" or (c == "<" and at_line_start):
+            self.error(after_equals, f"missing value for '{key}'")
+            return None
+        if c == "{":
+            return self.list_value()
+        if c == '"':
+            item = self.quoted()
+            if item is None:
+                self.skip_statement()
+            return item
+        match = _BARE_RE.match(self.text, self.i)
+        assert match is not None  # c is neither blank nor ';'
+        self.i = match.end()
+        return _Item(match.group(), match.start())
+
+    def quoted(self) -> _Item | None:
+        """Read a one-line ``"..."`` string, keeping backslashes; None if it is not closed."""
+        start, stop = self.i, self.line_end(self.i)
+        i = start + 1
+        while i < stop:
+            if self.text[i] == "\\":
+                i += 2  # an escaped quote does not end the string; both characters are kept
+            elif self.text[i] == '"':
+                self.i = i + 1
+                return _Item(self.text[start + 1 : i], start)
+            else:
+                i += 1
+        self.error(start, "unclosed quote: expected '\"' before the end of the line")
+        self.i = stop
+        return None
+
+    def list_value(self) -> _List | None:
+        result = _List([], self.i)
+        self.i += 1
+        while True:
+            self.skip_blank()
+            c = self.peek()
+            if not c:
+                self.error(result.pos, "unclosed list: expected '}' to match this '{'")
+                return None
+            if c == "}":
+                self.i += 1
+                return result
+            if c == ",":
+                self.error(self.i, "empty list item")
+                self.i += 1
+                result.damaged = True
+                continue
+            item = self.quoted() if c == '"' else self.bare_item()
+            if item is None:
+                result.damaged = True
+                continue
+            result.items.append(item)
+            self.skip_blank()
+            c = self.peek()
+            if c == ",":
+                self.i += 1
+            elif c and c != "}":
+                self.error(self.i, "expected ',' or '}' after a list item")
+                result.damaged = True
+
+    def bare_item(self) -> _Item:
+        """Read an unquoted list item: it ends at a top-level ',', at '}' or at the line end."""
+        text, start = self.text, self.i
+        i, depth, in_class = start, 0, False
+        while i < len(text):
+            c = text[i]
+            if c in "\n}" or (c == "#" and text[i - 1].isspace()):
+                break
+            if c == "\\" and text[i + 1 : i + 2] not in ("", "\n"):
+                i += 2  # an escaped ',' or '}' belongs to the regex
+                continue
+            if in_class:
+                in_class = c != "]"
+            elif c == "[":
+                in_class = True
+            elif c in "()":
+                depth = max(0, depth + (1 if c == "(" else -1))
+            elif c == "," and depth == 0:
+                break
+            i += 1
+        self.i = i
+        return _Item(text[start:i].strip(), start)
+
+    def open_section(self, written: str, pos: int) -> None:
+        name = _canonical(written)
+        self.section = name if name in SECTIONS else None  # keys under it get no section check
+        if self.section is None:
+            known = "; known sections: " + ", ".join(f"<{s}>" for s in SECTIONS)
+            hint = _did_you_mean(name, list(SECTIONS), "<{}>") or known
+            self.error(pos, f"unknown section <{written}>{hint}")
+
+    def assign(self, written: str, pos: int, value: _Item | _List | None) -> None:
+        name = _canonical(written)
+        key = _KEYS.get(name)
+        if key is None:
+            hint = _did_you_mean(name, list(_KEYS), "'{}'")
+            self.error(pos, f"unknown key '{written}'{hint}")
+            return
+        if self.section is not None and key.section != self.section:
+            self.error(pos, f"'{written}' belongs in <{key.section}>, not <{self.section}>")
+        if name in self.first_seen:
+            line = self.text.count("\n", 0, self.first_seen[name]) + 1
+            self.error(pos, f"duplicate key '{written}' (first set on line {line})")
+            return
+        self.first_seen[name] = pos
+        if isinstance(value, _List) and not key.many:
+            self.error(value.pos, f"'{written}' takes a single value, not a list")
+            return
+        if value is None:
+            return
+        items = value.items if isinstance(value, _List) else [value]
+        converted = []
+        for item in items:
+            try:
+                converted.append(key.convert(written, item.text))
+            except _Invalid as exc:
+                self.error(item.pos, str(exc))
+        if len(converted) < len(items) or (isinstance(value, _List) and value.damaged):
+            return  # already reported
+        if key.required and not converted:
+            self.error(value.pos, f"'{written}' is empty; at least one value is required")
+        else:
+            field = key.name.replace("-", "_")
+            self.values[field] = tuple(converted) if key.many else converted[0]
+
+
+def parse_config(text: str, path: str | Path, *, display_name: str | None = None) -> CrawlConfig:
+    """Parse configuration ``text`` read from ``path``; raise ConfigError listing every problem.
+
+    ``display_name`` is how problems name the file (default: ``path`` as given).
+    """
+    reader = _Reader(text.removeprefix("\ufeff"))
+    reader.read()
+    for key in _KEYS.values():
+        if key.required and key.name not in reader.first_seen:
+            reader.error(0, f"missing required key '{key.name}' in <{key.section}>")
+    if reader.errors:
+        display = str(path) if display_name is None else display_name
+        starts = [0, *(m.end() for m in re.finditer("\n", reader.text))]
+        problems = []
+        for pos, message in sorted(reader.errors, key=lambda error: error[0]):
+            line = bisect_right(starts, pos)
+            problems.append(ConfigProblem(display, line, pos - starts[line - 1] + 1, message))
+        raise ConfigError(problems)
+    # Each value was converted for its field by the key table, which mypy cannot follow.
+    return CrawlConfig(path=Path(path), **reader.values)  # type: ignore[arg-type]
+
+
+def load_config(path: str | Path) -> CrawlConfig:
+    """Read and parse the UTF-8 configuration file at ``path`` (a leading BOM is ignored)."""
+    display = str(path)
+    try:
+        data = Path(path).read_bytes()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = getattr(exc, "strerror", None) or str(exc)
+        problem = ConfigProblem(display, 1, 1, f"cannot read the configuration file: {reason}")
+        raise ConfigError([problem]) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start].decode("utf-8-sig", errors="replace")
+        line, col = before.count("\n") + 1, len(before) - before.rfind("\n")
+        problem = ConfigProblem(display, line, col, "the file is not valid UTF-8")
+        raise ConfigError([problem]) from None
+    return parse_config(text, path, display_name=display)

@@ -1,0 +1,629 @@
+"""Tests for the configuration file parser (tarantula.core.config)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tarantula import __version__
+from tarantula.core.config import (
+    _KEYS,
+    SCOPES,
+    TRAVERSALS,
+    ConfigError,
+    ConfigProblem,
+    CrawlConfig,
+    load_config,
+    parse_config,
+)
+
+ASSIGNMENT_EXAMPLE = r"""# Configuration File for Web Crawler
+<crawler-options>
+# The starting points of crawler. One per line, ending with ','.
+Starting-points = {
+    "http://www.csd.uoc.gr/",
+    "http://www.ics.forth.gr/",
+    "http://el.wikipedia.gr",
+};
+# accept only the following file patterns (regular expressions)
+accept-list = {".*\.[hH][tT][mM][lL]?$", ".*\.[pP][hH][pP]$", ".*\.[jJ][sS][pP]$",
+               ".*\.[aA][sS][pP]$", ".*\.[tT][xX][tT]$", ".*\.[pP][dD][fF]$", ".*\.[dD][oO][cC]$" };
+# reject the following file patterns (regular expressions)
+Reject-list = { ".*\.[tT][mM][pP]\.?.{0,4}$", ^#.*,.*\?.* };
+# 0 or negative means no limit
+max-page-number = 1000000;
+# free-spanning, domain-scope, host-scope, path-scope
+scope = domain-scope ;
+# bfs or dfs
+traversal-algorithm = "bfs";
+repository = "./testbedcsdics";
+<logging>
+# "screen" or a file name
+log-file = "log";
+# 0 quiet, 1 verbose, 2 debug
+log-level = 1;
+<recrawling-options>
+# in hours
+period = 72;
+<multithreading-options>
+threads = 8;
+"""
+
+SEED = "starting-points = http://a.example/;\n"
+CONF = "/srv/crawl/c.conf"
+
+
+def parse(text: str) -> CrawlConfig:
+    return parse_config(text, CONF, display_name="c.conf")
+
+
+def problems(text: str) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        parse(text)
+    assert str(info.value) == "\n".join(str(p) for p in info.value.problems)
+    return [str(p) for p in info.value.problems]
+
+
+# ------------------------------------------------------------------ valid files
+
+
+def test_assignment_example(tmp_path: Path) -> None:
+    conf = tmp_path / "crawler.conf"
+    conf.write_text(ASSIGNMENT_EXAMPLE, encoding="utf-8")
+    config = load_config(conf)
+    assert config.path == conf
+    assert config.starting_points == (
+        "http://www.csd.uoc.gr/",
+        "http://www.ics.forth.gr/",
+        "http://el.wikipedia.gr",
+    )
+    assert len(config.accept_list) == 7
+    assert config.accept_list[0].pattern == r".*\.[hH][tT][mM][lL]?$"
+    assert [p.pattern for p in config.reject_list] == [
+        r".*\.[tT][mM][pP]\.?.{0,4}$",
+        "^#.*",
+        r".*\?.*",
+    ]
+    assert config.reject_list[0].match("x.tmp.bak")
+    assert config.max_page_number == 1000000
+    assert config.scope == "domain-scope"
+    assert config.traversal_algorithm == "bfs"
+    assert config.repository == tmp_path / "testbedcsdics"
+    assert config.log_file == tmp_path / "log"
+    assert config.log_level == 1
+    assert config.period == 72.0
+    assert config.threads == 8
+
+
+def test_defaults() -> None:
+    config = parse(SEED)
+    assert config.starting_points == ("http://a.example/",)
+    assert config.path == Path(CONF)
+    assert config.accept_list == config.reject_list == ()
+    assert config.max_page_number == 0
+    assert config.scope == "host-scope"
+    assert config.traversal_algorithm == "bfs"
+    assert config.repository == Path("/srv/crawl/repository")
+    assert (config.time_limit, config.delay, config.delay_factor) == (0.0, 1.0, 0.0)
+    assert (config.host_concurrency, config.host_failures) == (1, 5)
+    assert config.user_agent == f"tarantula/{__version__}"
+    assert (config.max_depth, config.max_url_length) == (20, 2048)
+    assert config.max_document_size == 10485760
+    assert config.log_file is None
+    assert config.log_level == 1
+    assert config.period == 72.0
+    assert config.threads == 8
+    assert config.resolve == ()
+    assert config.resolve_only is False
+    assert config.sort_query is False
+
+
+def test_every_key_has_a_field_and_every_field_a_key() -> None:
+    fields = {f.name for f in dataclasses.fields(CrawlConfig)} - {"path"}
+    assert fields == {name.replace("-", "_") for name in _KEYS}
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "expected"),
+    [
+        ("max-page-number = -1;", "max_page_number", -1),
+        ("scope = free-spanning;", "scope", "free-spanning"),
+        ("scope = PATH-Scope;", "scope", "path-scope"),
+        ('traversal-algorithm = "DFS";', "traversal_algorithm", "dfs"),
+        ("repository = /data/mirror;", "repository", Path("/data/mirror")),
+        ('repository = "../out dir";', "repository", Path("/srv/crawl/../out dir")),
+        ("time-limit = 3600;", "time_limit", 3600.0),
+        ("delay = 0.5;", "delay", 0.5),
+        ("delay = .25;", "delay", 0.25),
+        ("delay-factor = 1e1;", "delay_factor", 10.0),
+        ("host-concurrency = 4;", "host_concurrency", 4),
+        ("host-failures = 0;", "host_failures", 0),
+        ('user-agent = "Mozilla/5.0 (compatible; tarantula)";', "user_agent", None),
+        ("max-depth = 0;", "max_depth", 0),
+        ("max-url-length = +100;", "max_url_length", 100),
+        ("max-document-size = 1;", "max_document_size", 1),
+        ("resolve-only = yes;", "resolve_only", True),
+        ("resolve-only = OFF;", "resolve_only", False),
+        ('sort-query = "true";', "sort_query", True),
+        ("sort-query = 0;", "sort_query", False),
+        ("<logging> log-file = Screen;", "log_file", None),
+        ("<logging> log-file = logs/crawl.log;", "log_file", Path("/srv/crawl/logs/crawl.log")),
+        ("<logging> log-file = /var/log/t.log;", "log_file", Path("/var/log/t.log")),
+        ("<logging> log-level = 2;", "log_level", 2),
+        ("<recrawling-options> period = 0.5;", "period", 0.5),
+        ("<multithreading-options> threads = 1;", "threads", 1),
+    ],
+)
+def test_each_key(line: str, field: str, expected: object) -> None:
+    config = parse(SEED + line)
+    if field == "user_agent":
+        expected = "Mozilla/5.0 (compatible; tarantula)"
+    assert getattr(config, field) == expected
+
+
+def test_resolve_items() -> None:
+    config = parse(SEED + "resolve = { Example.COM=127.0.0.1, *.Test = ::1, *=[::1], };")
+    assert config.resolve == (("example.com", "127.0.0.1"), ("*.test", "::1"), ("*", "::1"))
+
+
+def test_keys_and_sections_ignore_case_and_underscores() -> None:
+    config = parse(
+        "STARTING_POINTS = http://a.example/;\nMax_Page-Number = 5;\n"
+        "<Multithreading_Options>\nTHREADS = 3;\n<LOGGING>\nlog_LEVEL = 0;"
+    )
+    assert (config.max_page_number, config.threads, config.log_level) == (5, 3, 0)
+
+
+def test_comments_everywhere() -> None:
+    config = parse(
+        "# leading comment\n"
+        "<crawler-options> # after a section\n"
+        "starting-points = # before the value\n"
+        "  { # after the brace\n"
+        '    "http://a.example/#frag", # a quoted # is not a comment\n'
+        "    # a whole line inside the list\n"
+        "    http://b.example/ # after a bare item\n"
+        "  } # after the list\n"
+        "  ; # after the semicolon\n"
+        "reject-list = { ^#.* , a\\#b };# right after the semicolon\n"
+        "scope = domain-scope;#\n"
+    )
+    assert config.starting_points == ("http://a.example/#frag", "http://b.example/")
+    assert [p.pattern for p in config.reject_list] == ["^#.*", "a\\#b"]
+    assert config.scope == "domain-scope"
+
+
+def test_lists_trailing_commas_lines_and_single_values() -> None:
+    config = parse(
+        "starting-points = {\n  http://a.example/,\n  http://b.example/,\n};\n"
+        'accept-list = ".*\\.html$";\n'
+        "reject-list = { [,;]x, (a,b), a\\,b, };\n"
+    )
+    assert config.starting_points == ("http://a.example/", "http://b.example/")
+    assert [p.pattern for p in config.accept_list] == [r".*\.html$"]
+    assert [p.pattern for p in config.reject_list] == ["[,;]x", "(a,b)", "a\\,b"]
+
+
+def test_several_statements_on_a_line_and_escaped_quotes() -> None:
+    config = parse(SEED + 'delay = 2; scope = path-scope;max-depth=3;accept-list={"a\\"b"};')
+    assert (config.delay, config.scope, config.max_depth) == (2.0, "path-scope", 3)
+    assert config.accept_list[0].pattern == 'a\\"b'
+    assert config.accept_list[0].match('a"b')
+
+
+def test_windows_line_endings() -> None:
+    config = parse("starting-points = {\r\n  http://a.example/ ,\r\n};\r\nscope = path-scope;\r\n")
+    assert (config.starting_points, config.scope) == (("http://a.example/",), "path-scope")
+    assert problems(SEED + "scope = x;\r\n") == [
+        "c.conf:2:9: error: unknown scope 'x'; valid values: free-spanning, domain-scope, "
+        "host-scope, path-scope"
+    ]
+
+
+def test_empty_accept_list_is_allowed() -> None:
+    assert parse(SEED + "accept-list = {};").accept_list == ()
+
+
+def test_byte_order_mark_is_ignored(tmp_path: Path) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_bytes(b"\xef\xbb\xbf" + SEED.encode())
+    assert load_config(conf).starting_points == ("http://a.example/",)
+    assert parse("\ufeff" + SEED).starting_points == ("http://a.example/",)
+
+
+def test_relative_config_path_becomes_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "c.conf").write_text(SEED, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    config = load_config("c.conf")
+    assert config.path == tmp_path / "c.conf"
+    assert config.repository == tmp_path / "repository"
+
+
+def test_config_is_frozen() -> None:
+    config = parse(SEED)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.threads = 2  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------ problems
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (SEED + "treads = 2;", "c.conf:2:1: error: unknown key 'treads'; did you mean 'threads'?"),
+        (SEED + "colour = red;", "c.conf:2:1: error: unknown key 'colour'"),
+        (SEED + "<loging>", "c.conf:2:1: error: unknown section <loging>; did you mean <logging>?"),
+        (
+            SEED + "<extras>",
+            "c.conf:2:1: error: unknown section <extras>; known sections: <crawler-options>, "
+            "<logging>, <recrawling-options>, <multithreading-options>",
+        ),
+        (
+            SEED + "threads = 2;",
+            "c.conf:2:1: error: 'threads' belongs in <multithreading-options>, "
+            "not <crawler-options>",
+        ),
+        (
+            SEED + "scope = host-scope;\nScope = path-scope;",
+            "c.conf:3:1: error: duplicate key 'Scope' (first set on line 2)",
+        ),
+        (SEED + "delay = soon;", "c.conf:2:9: error: 'delay' must be a number, got 'soon'"),
+        (SEED + "delay = 1e999;", "c.conf:2:9: error: 'delay' is too large: '1e999'"),
+        (
+            SEED + "max-depth = 2.5;",
+            "c.conf:2:13: error: 'max-depth' must be a whole number, got '2.5'",
+        ),
+        (SEED + "max-depth = ten;", "c.conf:2:13: error: 'max-depth' must be a number, got 'ten'"),
+        (SEED + "max-depth = -1;", "c.conf:2:13: error: 'max-depth' must be at least 0, got '-1'"),
+        (
+            SEED + "host-concurrency = 0;",
+            "c.conf:2:20: error: 'host-concurrency' must be at least 1, got '0'",
+        ),
+        (SEED + "delay = -0.5;", "c.conf:2:9: error: 'delay' must be at least 0, got '-0.5'"),
+        (
+            SEED + "<logging>\nlog-level = 3;",
+            "c.conf:3:13: error: 'log-level' must be between 0 and 2, got '3'",
+        ),
+        (
+            SEED + "scope = galaxy;",
+            "c.conf:2:9: error: unknown scope 'galaxy'; valid values: free-spanning, "
+            "domain-scope, host-scope, path-scope",
+        ),
+        (
+            SEED + "traversal_algorithm = best-first;",
+            "c.conf:2:23: error: unknown traversal_algorithm 'best-first'; valid values: bfs, dfs",
+        ),
+        (
+            SEED + 'accept-list = { "a(" };',
+            "c.conf:2:17: error: invalid regular expression 'a(' in 'accept-list': "
+            "missing ), unterminated subpattern at position 1",
+        ),
+        (
+            'starting-points = { "ftp://a.example/" };',
+            "c.conf:1:21: error: 'ftp://a.example/' in 'starting-points' is not an absolute "
+            "http(s) URL with a host",
+        ),
+        (
+            "starting-points = /relative/path;",
+            "c.conf:1:19: error: '/relative/path' in 'starting-points' is not an absolute "
+            "http(s) URL with a host",
+        ),
+        (
+            "starting-points = http://a.example:99999/;",
+            "c.conf:1:19: error: 'http://a.example:99999/' in 'starting-points' is not an "
+            "absolute http(s) URL with a host",
+        ),
+        (
+            "starting-points = {\n};",
+            "c.conf:1:19: error: 'starting-points' is empty; at least one value is required",
+        ),
+        (
+            "scope = host-scope;",
+            "c.conf:1:1: error: missing required key 'starting-points' in <crawler-options>",
+        ),
+        (
+            SEED + "resolve-only = maybe;",
+            "c.conf:2:16: error: 'resolve-only' must be yes/no, true/false, on/off or 1/0, "
+            "got 'maybe'",
+        ),
+        (
+            SEED + "resolve = { example.com };",
+            "c.conf:2:13: error: 'example.com' in 'resolve' is not HOST=ADDRESS with a host "
+            "name, * or *.suffix",
+        ),
+        (
+            SEED + "resolve = { -bad-=127.0.0.1 };",
+            "c.conf:2:13: error: '-bad-=127.0.0.1' in 'resolve' is not HOST=ADDRESS with a host "
+            "name, * or *.suffix",
+        ),
+        (
+            SEED + "resolve = a.example=999.1.1.1;",
+            "c.conf:2:11: error: '999.1.1.1' in 'resolve' is not an IPv4 or IPv6 address",
+        ),
+        (SEED + 'repository = "";', "c.conf:2:14: error: 'repository' must not be empty"),
+        (
+            SEED + 'user-agent = "a\rb";',
+            "c.conf:2:14: error: 'user-agent' must not contain control characters",
+        ),
+        (
+            SEED + "scope = { host-scope };",
+            "c.conf:2:9: error: 'scope' takes a single value, not a list",
+        ),
+        (
+            SEED + "scope = host-scope\ndelay = 2;",
+            "c.conf:2:19: error: expected ';' after the value of 'scope'",
+        ),
+        (
+            SEED + "scope = host-scope",
+            "c.conf:2:19: error: expected ';' after the value of 'scope'",
+        ),
+        (
+            SEED + "scope = host-scope <logging>",
+            "c.conf:2:19: error: expected ';' after the value of 'scope'",
+        ),
+        (
+            SEED + 'user-agent = "abc;',
+            "c.conf:2:14: error: unclosed quote: expected '\"' before the end of the line",
+        ),
+        (
+            SEED + "accept-list = { a,\n b",
+            "c.conf:2:15: error: unclosed list: expected '}' to match this '{'",
+        ),
+        (SEED + "delay 2;", "c.conf:2:7: error: expected '=' after 'delay'"),
+        (SEED + "scope = ;", "c.conf:2:8: error: missing value for 'scope'"),
+        (SEED + "scope =\n<logging>", "c.conf:2:8: error: missing value for 'scope'"),
+        (SEED + "= 3;", "c.conf:2:1: error: unexpected '='; expected a key or a <section>"),
+        (SEED + "<logging", "c.conf:2:1: error: expected '>' to close the section name"),
+        (
+            SEED + 'accept-list = { "a" "b" };',
+            "c.conf:2:21: error: expected ',' or '}' after a list item",
+        ),
+        (SEED + "accept-list = { a,, b };", "c.conf:2:19: error: empty list item"),
+    ],
+)
+def test_problem(text: str, expected: str) -> None:
+    assert problems(text) == [expected]
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    assert problems(SEED + 'user-agent = "é"; scope = x;\n  délay = 1;') == [
+        "c.conf:2:27: error: unknown scope 'x'; valid values: free-spanning, domain-scope, "
+        "host-scope, path-scope",
+        "c.conf:3:3: error: unknown key 'délay'; did you mean 'delay'?",
+    ]
+
+
+def test_all_problems_reported_in_file_order() -> None:
+    text = (
+        "<crawler-options>\n"
+        "scope = nowhere;\n"
+        "accept-list = { ok, a**, also[bad };\n"
+        "<logging>\n"
+        "threads = 0;\n"
+        "log-level = x\n"
+        "<recrawling-options>\n"
+        "period = -1;\n"
+    )
+    assert problems(text) == [
+        "c.conf:1:1: error: missing required key 'starting-points' in <crawler-options>",
+        "c.conf:2:9: error: unknown scope 'nowhere'; valid values: free-spanning, "
+        "domain-scope, host-scope, path-scope",
+        "c.conf:3:21: error: invalid regular expression 'a**' in 'accept-list': "
+        "multiple repeat at position 2",
+        "c.conf:3:26: error: invalid regular expression 'also[bad' in 'accept-list': "
+        "unterminated character set at position 4",
+        "c.conf:5:1: error: 'threads' belongs in <multithreading-options>, not <logging>",
+        "c.conf:5:11: error: 'threads' must be at least 1, got '0'",
+        "c.conf:6:13: error: 'log-level' must be a number, got 'x'",
+        "c.conf:6:14: error: expected ';' after the value of 'log-level'",
+        "c.conf:8:10: error: 'period' must be at least 0, got '-1'",
+    ]
+
+
+def test_garbage_after_a_value_is_reported_once() -> None:
+    assert problems(SEED + "scope = host-scope bfs dfs;\nthreads") == [
+        "c.conf:2:19: error: expected ';' after the value of 'scope'",
+        "c.conf:3:8: error: expected '=' after 'threads'",
+    ]
+
+
+def test_section_after_a_missing_semicolon_still_opens() -> None:
+    assert problems(SEED + "scope = host-scope <logging> log-level = 2;") == [
+        "c.conf:2:19: error: expected ';' after the value of 'scope'",
+    ]
+
+
+def test_quoted_scalars_are_trimmed_except_text_and_regexes() -> None:
+    config = parse(
+        'starting-points = " http://a.example/ ";\ndelay = " 1 ";\n'
+        'scope = " Domain-Scope ";\nsort-query = " yes ";\naccept-list = " a ";'
+    )
+    assert config.starting_points == ("http://a.example/",)
+    assert (config.delay, config.scope, config.sort_query) == (1.0, "domain-scope", True)
+    assert config.accept_list[0].pattern == " a "
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.conf"
+    with pytest.raises(ConfigError) as info:
+        load_config(missing)
+    assert info.value.problems == [
+        ConfigProblem(
+            str(missing), 1, 1, "cannot read the configuration file: No such file or directory"
+        )
+    ]
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert str(info.value).startswith(f"{tmp_path}:1:1: error: cannot read")
+
+
+def test_invalid_utf8_points_at_the_bad_byte(tmp_path: Path) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_bytes(SEED.encode() + b"scope = \xff;\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(conf)
+    assert str(info.value) == f"{conf}:2:9: error: the file is not valid UTF-8"
+
+
+# ------------------------------------------------------------------ properties
+
+TOKENS = [
+    *("starting-points", "accept-list", "threads", "resolve", "log-file", "scope", "period"),
+    *("=", ";", "{", "}", ",", '"', "\\", "#", "\n", " ", "\t", "<", ">", "(", ")", "[", "]"),
+    *("<logging>", "<multithreading-options>", "<nowhere>", "http://a.example/", "ftp://x"),
+    *("1", "-1", "2.5", "1e999", "9" * 5000, "(" * 300, "a{99999999999}", "a=::1", "*", "é"),
+]
+
+
+def _check_problems(text: str) -> None:
+    try:
+        parse(text)
+    except ConfigError as exc:
+        assert exc.problems
+        lines = text.removeprefix("\ufeff").split("\n")
+        for problem in exc.problems:
+            assert 1 <= problem.line <= len(lines)
+            assert 1 <= problem.col <= len(lines[problem.line - 1]) + 1
+        positions = [(p.line, p.col) for p in exc.problems]
+        assert positions == sorted(positions)
+
+
+@given(st.text())
+def test_arbitrary_text_parses_or_raises_config_error(text: str) -> None:
+    _check_problems(text)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(TOKENS) | st.text(max_size=3), max_size=40).map("".join))
+def test_config_like_text_parses_or_raises_config_error(text: str) -> None:
+    _check_problems(text)
+
+
+REGEXES = [r".*\.html?$", r"^#.*", r".*\?.*", r".*\.[tT][mM][pP]\.?.{0,4}$", r"[,;]x", r"(a|b)"]
+ADDRESSES = ["127.0.0.1", "::1", "10.0.0.7", "2001:db8::1"]
+BOOLEAN_WORDS = {"yes": True, "no": False, "true": True, "FALSE": False, "On": True, "0": False}
+
+
+def _spelling(key: str) -> st.SearchStrategy[str]:
+    return st.sampled_from([key, key.upper(), key.replace("-", "_"), key.title()])
+
+
+def _floats(lo: float) -> st.SearchStrategy[float]:
+    return st.floats(min_value=lo, max_value=1e9, allow_nan=False, allow_infinity=False)
+
+
+SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
+    "max-page-number": st.integers(-(10**9), 10**9).map(lambda n: (str(n), n)),
+    "scope": st.sampled_from(SCOPES).map(lambda s: (s.upper(), s)),
+    "traversal-algorithm": st.sampled_from(TRAVERSALS).map(lambda s: (f'"{s}"', s)),
+    "repository": st.from_regex(r"[a-z]{1,8}(/[a-z]{1,8})?", fullmatch=True).map(
+        lambda p: (p, Path("/srv/crawl", p))
+    ),
+    "time-limit": _floats(0).map(lambda f: (repr(f), f)),
+    "delay": _floats(0).map(lambda f: (repr(f), f)),
+    "delay-factor": _floats(0).map(lambda f: (f'"{f!r}"', f)),
+    "host-concurrency": st.integers(1, 10**6).map(lambda n: (str(n), n)),
+    "host-failures": st.integers(0, 10**6).map(lambda n: (str(n), n)),
+    "user-agent": st.from_regex(
+        r"[A-Za-z0-9/.()#;,{}-][A-Za-z0-9/.()#;,{} -]{0,30}", fullmatch=True
+    ).map(lambda ua: (f'"{ua}"', ua)),
+    "max-depth": st.integers(0, 10**6).map(lambda n: (str(n), n)),
+    "max-url-length": st.integers(1, 10**6).map(lambda n: (str(n), n)),
+    "max-document-size": st.integers(1, 10**12).map(lambda n: (str(n), n)),
+    "resolve-only": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "sort-query": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "log-file": st.sampled_from(
+        [
+            ("screen", None),
+            ("SCREEN", None),
+            ('"crawl.log"', Path("/srv/crawl/crawl.log")),
+            ("/tmp/x.log", Path("/tmp/x.log")),
+        ]
+    ),
+    "log-level": st.integers(0, 2).map(lambda n: (str(n), n)),
+    "period": _floats(0).map(lambda f: (repr(f), f)),
+    "threads": st.integers(1, 1000).map(lambda n: (str(n), n)),
+}
+SEEDS = st.from_regex(
+    r"https?://[a-z][a-z0-9]{0,8}\.(com|org|gr)(/[a-z0-9._~-]{0,10})?", fullmatch=True
+)
+LISTS: dict[str, st.SearchStrategy[list[str]]] = {
+    "starting-points": st.lists(SEEDS, min_size=1, max_size=4),
+    "accept-list": st.lists(st.sampled_from(REGEXES), max_size=4),
+    "reject-list": st.lists(st.sampled_from(REGEXES), max_size=4),
+    "resolve": st.lists(
+        st.tuples(
+            st.from_regex(r"(\*\.)?[a-z]{1,8}\.test", fullmatch=True), st.sampled_from(ADDRESSES)
+        ).map(lambda pair: f"{pair[0]}={pair[1]}"),
+        max_size=3,
+    ),
+}
+
+
+@st.composite
+def valid_configs(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
+    """A config text, with keys in random spelling, layout and order, and its expected values."""
+    chosen = draw(st.sets(st.sampled_from(sorted(_KEYS)))) | {"starting-points"}
+    statements: dict[str, list[str]] = {}
+    expected: dict[str, object] = {}
+    for name in draw(st.permutations(sorted(chosen))):
+        if name in LISTS:
+            items = draw(LISTS[name])
+            rendered = [f'"{i}"' if draw(st.booleans()) or "}" in i else i for i in items]
+            sep = draw(st.sampled_from([", ", ",\n  ", " , # note\n"]))
+            trailing = "," if draw(st.booleans()) and items else ""
+            value = "{ " + sep.join(rendered) + trailing + "\n}"
+            if len(items) == 1 and draw(st.booleans()):  # one item needs no braces
+                value = rendered[0] if ";" not in rendered[0] else f'"{items[0]}"'
+            expected[name] = tuple(items)
+            if name == "resolve":
+                expected[name] = tuple(tuple(item.split("=")) for item in items)
+        else:
+            value, expected[name] = draw(SCALARS[name])
+        comment = draw(st.sampled_from(["", " # why", "  "]))
+        statements.setdefault(_KEYS[name].section, []).append(
+            f"{draw(_spelling(name))} = {value};{comment}"
+        )
+    others = draw(st.permutations([s for s in statements if s != "crawler-options"]))
+    parts = statements["crawler-options"]
+    if draw(st.booleans()):  # the section header is optional for the first section
+        parts = [f"<{draw(_spelling('crawler-options'))}>", *parts]
+    for section in others:
+        parts += [f"<{draw(_spelling(section))}>", *statements[section]]
+    return "\n".join(parts), expected
+
+
+@settings(max_examples=200)
+@given(valid_configs())
+def test_valid_config_round_trips(generated: tuple[str, dict[str, object]]) -> None:
+    text, expected = generated
+    config = parse(text)
+    for name, value in expected.items():
+        actual = getattr(config, name.replace("-", "_"))
+        if name in ("accept-list", "reject-list"):
+            actual = tuple(pattern.pattern for pattern in actual)
+        assert actual == value, (name, text)
+    assert all(isinstance(p, re.Pattern) for p in config.accept_list + config.reject_list)
+
+
+def test_module_stays_free_of_scrapy_and_twisted() -> None:
+    code = (
+        "import sys, tarantula.core.config; print(sorted({'scrapy', 'twisted'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,158 @@
+"""End-to-end: the crawl command's contract — config errors, logging, faults, exit status, scrapy check."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tarantula.demo.server import Resource
+
+from ..conftest import PROJECT, run_crawl, write_conf
+
+pytestmark = pytest.mark.e2e
+
+
+def scrapy(*args: str, cwd=PROJECT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+
+
+BAD_CONFIGS = [
+    ('starting-points = { "http://a.test/" }\nscope = host-scope;\n', "crawl.conf:1:", "expected ';'"),
+    ('starting-points = { "http://a.test/" };\nthreds = 2;\n', "crawl.conf:2:1:", "did you mean 'threads'"),
+    ('starting-points = { "http://a.test/" };\n<fancy-options>\n', "crawl.conf:2:", "unknown section"),
+    ('starting-points = { "http://a.test/" };\nscope = a;\nscope = b;\n', "crawl.conf:3:", "duplicate"),
+    ('starting-points = { "http://a.test/" };\n<multithreading-options>\nthreads = lots;\n', "crawl.conf:3:", "threads"),
+    ('starting-points = { "http://a.test/" };\nscope = galaxy-scope;\n', "crawl.conf:2:", "galaxy-scope"),
+    ('starting-points = { "http://a.test/" };\ntraversal-algorithm = random;\n', "crawl.conf:2:", "random"),
+    ('starting-points = { "http://a.test/" };\naccept-list = { "([a-z" };\n', "crawl.conf:2:", "regular expression"),
+    ('starting-points = { "ftp://a.test/" };\n', "crawl.conf:1:", "ftp://a.test/"),
+    ("starting-points = { };\n", "crawl.conf:1:", "seed"),
+    ('starting-points = { "http://a.test/",\n', "crawl.conf:1:", "unclosed"),
+]
+
+
+@pytest.mark.parametrize(("text", "where", "what"), BAD_CONFIGS)
+def test_bad_configuration_exits_2_with_file_line_col(web, tmp_path, text, where, what):
+    conf = tmp_path / "crawl.conf"
+    conf.write_text(text.replace("http://a.test/", web.url("a.test", "/")), encoding="utf-8")
+    result = scrapy("crawl", "tarantula", "-a", f"conf={conf}")
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if ": error: " in line]
+    assert lines, result.stderr
+    assert any(where in line and what.lower() in line.lower() for line in lines), result.stderr
+    assert "Traceback" not in result.stderr
+    assert web.requests == []  # nothing was fetched
+
+
+def test_missing_config_file_and_several_problems(tmp_path):
+    result = scrapy("crawl", "tarantula", "-a", f"conf={tmp_path / 'nope.conf'}")
+    assert result.returncode == 2 and "nope.conf:1:1: error:" in result.stderr and "Traceback" not in result.stderr
+    conf = tmp_path / "many.conf"
+    conf.write_text("threds = 2;\nscope = nowhere;\n", encoding="utf-8")
+    result = scrapy("crawl", "tarantula", "-a", f"conf={conf}")
+    assert result.returncode == 2
+    assert len([line for line in result.stderr.splitlines() if ": error: " in line]) >= 3  # + no seeds
+
+
+def test_log_file_relative_to_config_and_log_levels(web, tmp_path):
+    web.page("a.test", "/", '<a href="/x.html">x</a>')
+    web.page("a.test", "/x.html", "x")
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    levels = {}
+    for level in (0, 1, 2):
+        conf = write_conf(folder, [web.url("a.test", "/")], log_file=f"logs/crawl{level}.log", log_level=level,
+                          repository=f"../out{level}")  # fmt: skip
+        (folder / "logs").mkdir(exist_ok=True)
+        result = run_crawl(conf)
+        assert result.status == 0
+        assert (tmp_path / f"out{level}" / "index.txt").exists()
+        levels[level] = (folder / "logs" / f"crawl{level}.log").read_text(encoding="utf-8")
+    assert " INFO: " not in levels[0] and " DEBUG: " not in levels[0]
+    assert " INFO: " in levels[1] and " DEBUG: " not in levels[1]
+    assert " DEBUG: " in levels[2]
+
+
+def test_log_file_screen_logs_to_the_terminal(web, tmp_path):
+    web.page("a.test", "/", "home")
+    result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], log_file="screen", log_level=1))
+    assert result.status == 0
+    assert "Stored " in result.process.stderr
+    assert not (tmp_path / "log").exists()
+
+
+def test_network_faults_are_counted_not_fatal(web, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]
+    web.add("a.test", "/robots.txt", Resource(b"", status=404))
+    web.page("a.test", "/", f'<a href="/missing.html">404</a><a href="/boom.html">500</a>'
+             f'<a href="http://a.test:{dead}/x.html">refused</a><a href="http://nowhere.invalid/">dns</a>'
+             f'<a href="/ok.html">ok</a>')  # fmt: skip
+    web.add("a.test", "/boom.html", Resource(b"boom", status=500))
+    web.page("a.test", "/ok.html", "ok")
+    result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], scope="free-spanning"))
+    assert result.status == 0, result.process.stdout
+    assert web.url("a.test", "/ok.html") in result.urls
+    out = result.process.stdout
+    assert "http-404: 1" in out and "http-500: 1" in out
+    assert "errors               0" in out
+
+
+def test_unmapped_name_fails_at_once_without_dns(web, tmp_path):
+    web.page("a.test", "/", '<a href="http://unmapped.example/">away</a>')
+    result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], scope="free-spanning"))
+    assert result.status == 0
+    assert "not in the resolve mapping" in result.log
+
+
+def test_an_exception_in_crawler_code_makes_exit_status_1(web, tmp_path):
+    web.page("a.test", "/", '<a href="/x.html">x</a>')
+    web.page("a.test", "/x.html", "x")
+    pipelines = ('{"tarantula.pipelines.mirror.MirrorPipeline": 300, "tarantula.pipelines.index.IndexPipeline": 400,'
+                 ' "tests.faulty.FaultyPipeline": 500}')  # fmt: skip
+    result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")]), "-s", f"ITEM_PIPELINES={pipelines}")
+    assert result.status == 1
+    assert "errors               2" in result.process.stdout
+    assert "FaultyPipeline" in result.process.stdout or "deliberate failure" in result.process.stdout
+    assert "Traceback" in result.log  # logged with its traceback where it happened
+    assert len(result.records) == 2  # the crawl itself went on
+
+
+def test_scrapy_check_passes_offline():
+    result = scrapy("check", "tarantula")
+    assert result.returncode == 0, result.stderr
+    assert "OK" in result.stderr
+
+
+def test_scrapy_check_fails_when_the_callback_stops_extracting(tmp_path):
+    package = tmp_path / "brokenspiders"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "broken.py").write_text(textwrap.dedent('''
+        from tarantula.spiders.tarantula import TarantulaSpider
+
+        class BrokenSpider(TarantulaSpider):
+            name = "broken"
+
+            async def parse(self, response):
+                """@demo /
+                @returns items 1 1
+                @returns requests 5
+                """
+                async for item in super().parse(response):
+                    if not hasattr(item, "callback"):  # drop every request: no links followed
+                        yield item
+        '''))
+    env_path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    result = subprocess.run([sys.executable, "-m", "scrapy", "check", "broken", "-s", "SPIDER_MODULES=brokenspiders"],
+                            cwd=PROJECT, capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": env_path, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "FAILED" in result.stderr and "Returned 0 requests" in result.stderr
