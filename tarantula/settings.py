@@ -32,10 +32,8 @@ COOKIES_ENABLED = False
 HTTPPROXY_ENABLED = False
 
 SCHEDULER = "tarantula.scheduler.FrontierScheduler"
+DOWNLOADER = "tarantula.downloader.Downloader"
 
-SPIDER_MIDDLEWARES = {
-    "scrapy.spidermiddlewares.offsite.OffsiteMiddleware": None,
-}
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,

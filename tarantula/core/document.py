@@ -82,8 +82,17 @@ def doc_type(content_type: str | None, url_ext: str) -> str | None:
     return subtype if _TOKEN.match(subtype) else None
 
 
-def is_html_type(content_type: str | None) -> bool:
-    return CONTENT_TYPES.get(media_type(content_type)) == "html"
+_TEXT_TYPES = {"html", "txt", "xml", "rss", "atom", "json", "css", "csv", "js", "svg"}
+
+
+def is_text(content_type: str | None, dtype: str | None) -> bool:
+    """True when a document is text, so that it has a character encoding.
+
+    >>> is_text("application/pdf", "pdf"), is_text("text/x-anything", None), is_text(None, "htm")
+    (False, True, False)
+    """
+    mtype = media_type(content_type)
+    return mtype.startswith("text/") or dtype in _TEXT_TYPES
 
 
 #: Python codec names -> the labels users know (IANA names), for the index's encoding field.

@@ -31,10 +31,9 @@ class _ErrorCollector(logging.Handler):
         self.errors: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        first_line = record.getMessage().partition("\n")[0]
-        if record.exc_info and record.exc_info[1] is not None:
-            first_line += f" ({record.exc_info[1].__class__.__name__}: {record.exc_info[1]})"
-        self.errors.append(f"{record.name}: {first_line}"[:300])
+        where = f"{record.name}: {record.getMessage().partition(chr(10))[0][:120]}"
+        exc = record.exc_info[1] if record.exc_info else None
+        self.errors.append(f"{exc.__class__.__name__}: {exc} (at {where})" if exc is not None else where)
 
 
 class CrawlSummary:

@@ -28,7 +28,7 @@ from scrapy.http import Response, TextResponse
 
 from tarantula.configure import crawl_settings
 from tarantula.core.config import CrawlConfig, load_config
-from tarantula.core.document import doc_type, encoding_label, parse_html, pdf_title
+from tarantula.core.document import doc_type, encoding_label, is_text, parse_html, pdf_title
 from tarantula.core.filters import extension
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
@@ -94,13 +94,14 @@ class TarantulaSpider(Spider):
 
     def failed(self, failure: Failure) -> None:
         """Count and log a request that brought no document: an HTTP error or a network fault."""
-        request = getattr(failure, "request", None)
-        if failure.check(IgnoreRequest):
-            return  # filtered: counted by the rule that refused it
         if failure.check(HttpError):
-            kind = f"http-{failure.value.response.status}"
-            logger.info("%s: %s", kind, failure.value.response.url)
+            response = failure.value.response
+            kind = f"http-{response.status}"
+            logger.info("HTTP %s for %s", response.status, response.url)
+        elif failure.check(IgnoreRequest):
+            return  # filtered: counted by the rule that refused it
         else:
+            request = getattr(failure, "request", None)
             kind = failure.type.__name__ if failure.type else "unknown"
             logger.warning("Failed %s: %s: %s", request.url if request else "?", kind, failure.getErrorMessage())
         self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
@@ -134,10 +135,11 @@ class TarantulaSpider(Spider):
         if not extension(name) and dtype:
             name = f"{name}.{dtype}"  # SPEC 5: `about` served as HTML is tested as `about.html`
         accepted = self.rules.filters.accepts(url, name)
+        text = isinstance(response, TextResponse) and is_text(content_type, dtype)
 
         title: str | None = None
         links: list[tuple[str, str]] = []
-        if dtype == "html" and isinstance(response, TextResponse):
+        if dtype == "html" and text:
             page = parse_html(response.text)
             title = page.title
             base = join_url(response.url, page.base) if page.base else response.url
@@ -155,7 +157,7 @@ class TarantulaSpider(Spider):
             original_url=meta.get("tarantula_origin") or response.url,
             url_md5=url_md5(url),
             title=title,
-            encoding=encoding_label(response.encoding) if isinstance(response, TextResponse) else None,
+            encoding=encoding_label(response.encoding) if text else None,
             type=dtype,
             last_modified=_header(response, "Last-Modified"),
             server_date=_header(response, "Date"),

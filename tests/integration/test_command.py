@@ -32,7 +32,7 @@ BAD_CONFIGS = [
     ('starting-points = { "http://a.test/" };\ntraversal-algorithm = random;\n', "crawl.conf:2:", "random"),
     ('starting-points = { "http://a.test/" };\naccept-list = { "([a-z" };\n', "crawl.conf:2:", "regular expression"),
     ('starting-points = { "ftp://a.test/" };\n', "crawl.conf:1:", "ftp://a.test/"),
-    ("starting-points = { };\n", "crawl.conf:1:", "seed"),
+    ("starting-points = { };\n", "crawl.conf:1:", "starting-points"),
     ('starting-points = { "http://a.test/",\n', "crawl.conf:1:", "unclosed"),
 ]
 
@@ -109,7 +109,9 @@ def test_unmapped_name_fails_at_once_without_dns(web, tmp_path):
     web.page("a.test", "/", '<a href="http://unmapped.example/">away</a>')
     result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], scope="free-spanning"))
     assert result.status == 0
-    assert "not in the resolve mapping" in result.log
+    assert "robots.txt of unmapped.example could not be fetched" in result.log
+    assert "DNS lookup failed" in result.log
+    assert result.record(web.url("a.test", "/")).links == ()  # its robots.txt is unknown: not listed
 
 
 def test_an_exception_in_crawler_code_makes_exit_status_1(web, tmp_path):

@@ -113,11 +113,11 @@ def test_host_failures_drops_a_failing_host(web, crawl):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
-    web.add("a.test", "/robots.txt", Resource(b"", status=404))
-    links = "".join(f'<a href="http://a.test:{dead}/p{i}.html">d</a>' for i in range(8))
+    links = "".join(f'<a href="http://dead.test:{dead}/p{i}.html">d</a>' for i in range(8))
     web.page("a.test", "/", links + '<a href="/ok.html">ok</a>')
     web.page("a.test", "/ok.html", "ok")
-    # The seed's own host is fine; the same name on a dead port fails (robots first, then pages).
     result = crawl([web.url("a.test", "/")], scope="free-spanning", host_failures=2)
     assert result.status == 0
     assert web.url("a.test", "/ok.html") in result.urls
+    assert result.log.count("Dropping host dead.test after 2 consecutive failures") == 1
+    assert "tarantula/hosts/dropped': 1" in result.log

@@ -1,0 +1,41 @@
+"""Scrapy's downloader with per-host concurrency that holds under bursts.
+
+In Scrapy 2.19 a download slot counts a request as transferring only once its download coroutine
+starts running, which is after ``Downloader._process_queue`` has looped over the slot's queue. With
+no delay, every request queued in a slot at that moment starts at once, whatever
+``CONCURRENT_REQUESTS_PER_DOMAIN`` (``host-concurrency``) says. This subclass reserves the transfer
+place before scheduling the download, so a host never has more requests in flight than allowed.
+"""
+
+from __future__ import annotations
+
+from time import monotonic
+from typing import TYPE_CHECKING
+
+from scrapy.core.downloader import Downloader as ScrapyDownloader
+from scrapy.utils.asyncio import call_later
+from scrapy.utils.defer import _schedule_coro
+
+if TYPE_CHECKING:
+    from scrapy.core.downloader import Slot
+
+
+class Downloader(ScrapyDownloader):
+    def _process_queue(self, slot: Slot) -> None:
+        if slot.latercall:
+            return
+        now = monotonic()
+        delay = slot.download_delay()
+        if delay:
+            penalty = delay - now + slot.lastseen
+            if penalty > 0:
+                slot.latercall = call_later(penalty, self._latercall, slot)
+                return
+        while slot.queue and slot.free_transfer_slots() > 0:
+            slot.lastseen = now
+            request, queue_dfd = slot.queue.popleft()
+            slot.transferring.add(request)  # the reservation Scrapy makes too late
+            _schedule_coro(self._wait_for_download(slot, request, queue_dfd))
+            if delay:
+                self._process_queue(slot)
+                break
