@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import math
+import os
 import re
 from bisect import bisect_right
 from collections.abc import Callable
@@ -91,9 +92,10 @@ class CrawlConfig:
         # Relative paths in the file mean "next to the file", not "in the current directory".
         path = Path(self.path).absolute()
         object.__setattr__(self, "path", path)
-        object.__setattr__(self, "repository", path.parent / self.repository)
+        # normpath folds "conf/../repository" to "repository" without following symlinks.
+        object.__setattr__(self, "repository", Path(os.path.normpath(path.parent / self.repository)))
         if self.log_file is not None:
-            object.__setattr__(self, "log_file", path.parent / self.log_file)
+            object.__setattr__(self, "log_file", Path(os.path.normpath(path.parent / self.log_file)))
 
 
 class _Invalid(ValueError):
