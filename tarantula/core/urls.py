@@ -1,0 +1,261 @@
+"""URL joining and normalization (SPEC 3).
+
+Every URL is normalized before any test, before dedup and before it is written anywhere. The
+normalized form is ``scheme://host[:port]/path[?query]``:
+
+>>> normalize_url("HTTP://Example.COM:80/%7Euser/a/../b/./c?#top")
+'http://example.com/~user/b/c'
+>>> normalize_url("https://bücher.de./straße?q=a b")
+'https://xn--bcher-kva.de/stra%C3%9Fe?q=a%20b'
+
+Only ``http`` and ``https`` URLs pass; anything else raises :class:`UrlRejected`, whose
+``reason`` is the short key the callers count in their stats:
+
+>>> normalize_url("mailto:someone@example.com")
+Traceback (most recent call last):
+...
+tarantula.core.urls.UnsupportedScheme: unsupported scheme 'mailto' in 'mailto:someone@example.com'
+"""
+
+from __future__ import annotations
+
+import encodings.idna
+import hashlib
+import ipaddress
+import posixpath
+import re
+from functools import lru_cache
+from urllib.parse import unquote_to_bytes, urljoin
+
+
+class UrlRejected(ValueError):
+    """A URL that is never crawled; ``reason`` is a short stats key."""
+
+    reason: str = "invalid"
+
+
+class UnsupportedScheme(UrlRejected):
+    """Not an http or https URL (mailto:, javascript:, data:, file:, ftp:, ...)."""
+
+    reason = "scheme"
+
+
+class InvalidUrl(UrlRejected):
+    """A URL that cannot be crawled: no scheme, no host, a bad port, a bad IDN label, ..."""
+
+    reason = "invalid"
+
+
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+# WHATWG: leading and trailing C0 controls and spaces are stripped, tab/CR/LF removed anywhere.
+_C0_SPACE = "".join(map(chr, range(0x21)))
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+# After the scheme: //authority, path, ?query; whatever follows (#fragment) is dropped.
+_PARTS = re.compile(r"//([^/?#]*)([^?#]*)(?:\?([^#]*))?", re.S)
+_PLAIN_HOST = re.compile(r"[a-z0-9_\-]+(?:\.[a-z0-9_\-]+)*")
+_LABEL = re.compile(r"[a-z0-9\-_~!$&'()*+,;=]+")  # RFC 3986 reg-name characters, '.' aside
+_DOTS = re.compile("[.\u3002\uff0e\uff61]")  # the label separators of IDNA
+# Characters that may stand as they are in a path or a query: unreserved, reserved, '[' and ']'.
+_PLAIN = r"A-Za-z0-9\-._~!$&'()*+,;=:@/?\[\]"
+_PLAIN_TEXT = re.compile(f"[{_PLAIN}]*")
+_NEEDS_FIX = re.compile(f"%([0-9A-Fa-f]{{2}})|[^{_PLAIN}%]+|%")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_ESCAPE = [f"%{b:02X}" for b in range(256)]
+
+
+def join_url(base: str, href: str) -> str:
+    """Resolve an ``href`` as found in HTML against its base URL, the way browsers do.
+
+    Leading and trailing C0 controls and spaces are stripped and tab, CR and LF removed anywhere
+    (WHATWG URL parsing), then the reference is resolved (RFC 3986). The fragment is kept.
+    Raises :class:`InvalidUrl` when the URL cannot be parsed at all (a broken IPv6 literal).
+
+    >>> join_url("http://ex.com/a/b.html", "  ../c\\n/d.html#x ")
+    'http://ex.com/c/d.html#x'
+    >>> join_url("http://ex.com/a/", "//other.org/")
+    'http://other.org/'
+    """
+    href = href.strip(_C0_SPACE).translate(_TAB_NEWLINE)
+    try:
+        return urljoin(base, href)
+    except ValueError as exc:
+        raise InvalidUrl(f"cannot resolve {href!r} against {base!r}: {exc}") from exc
+
+
+def normalize_url(url: str, *, sort_query: bool = False) -> str:
+    """Return the normalized form of ``url`` (SPEC 3); raise :class:`UrlRejected` if it has none.
+
+    With ``sort_query`` the ``&``-separated query arguments are sorted by name; arguments of the
+    same name keep their order, as that order can matter to the server.
+
+    >>> normalize_url("http://ex.com/a%2fb%41?b=2&a=1&b=1", sort_query=True)
+    'http://ex.com/a%2FbA?a=1&b=2&b=1'
+    >>> normalize_url("http://user:pw@[::1]:08080/")
+    'http://[::1]:8080/'
+    >>> normalize_url("//ex.com/")
+    Traceback (most recent call last):
+    ...
+    tarantula.core.urls.InvalidUrl: no scheme in '//ex.com/'
+    """
+    return _normalize(url, sort_query)
+
+
+@lru_cache(maxsize=65536)
+def _normalize(url: str, sort_query: bool) -> str:
+    text = url.strip(_C0_SPACE)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.translate(_TAB_NEWLINE)
+    match = _SCHEME.match(text)
+    if match is None:
+        raise InvalidUrl(f"no scheme in {url!r}")
+    scheme = match[1].lower()
+    if scheme not in _DEFAULT_PORTS:
+        raise UnsupportedScheme(f"unsupported scheme {scheme!r} in {url!r}")
+    parts = _PARTS.match(text, match.end())
+    if parts is None:
+        raise InvalidUrl(f"no host in {url!r}")
+    authority, path, query = parts.groups()
+    host, port = _host_port(authority, scheme, url)
+
+    if not path:
+        path = "/"
+    elif not _PLAIN_TEXT.fullmatch(path) or "/." in path:
+        path = _remove_dot_segments(_fix_escapes(path))
+    if query:
+        if not _PLAIN_TEXT.fullmatch(query):
+            query = _fix_escapes(query)
+        if sort_query:
+            query = "&".join(sorted(query.split("&"), key=lambda arg: arg.partition("=")[0]))
+    return f"{scheme}://{host}{port}{path}?{query}" if query else f"{scheme}://{host}{port}{path}"
+
+
+def _host_port(authority: str, scheme: str, url: str) -> tuple[str, str]:
+    """The normalized host and ``:port`` suffix ("" for the default port) of an authority."""
+    if "\\" in authority:
+        # Browsers read '\' as '/', other parsers as part of the userinfo: refuse the ambiguity.
+        raise InvalidUrl(f"backslash in the authority of {url!r}")
+    hostport = authority.rpartition("@")[2]  # userinfo is dropped
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        host, port = hostport[: end + 1], hostport[end + 1 :]
+        if end < 0 or (port and port[0] != ":"):
+            raise InvalidUrl(f"bad IPv6 literal in {url!r}")
+        host, port = _ipv6(host[1:-1], url), port[1:]
+    else:
+        host, _, port = hostport.partition(":")
+        if host.isascii():
+            host = host.lower()
+        if not _PLAIN_HOST.fullmatch(host):
+            host = _reg_name(host, url)
+    if port:
+        digits = port.lstrip("0")  # leading zeros are allowed, and int() of a huge string is slow
+        if not (port.isascii() and port.isdigit() and 0 < len(digits) <= 5 and int(digits) < 65536):
+            raise InvalidUrl(f"bad port {port!r} in {url!r}")
+        port = "" if digits == _DEFAULT_PORTS[scheme] else ":" + digits
+    return host, port
+
+
+def _ipv6(literal: str, url: str) -> str:
+    if "%" in literal:  # zone identifiers mean nothing outside the machine that wrote them
+        raise InvalidUrl(f"zone identifier in {url!r}")
+    try:
+        return f"[{ipaddress.IPv6Address(literal).compressed}]"
+    except ValueError:
+        raise InvalidUrl(f"bad IPv6 literal in {url!r}") from None
+
+
+def _reg_name(host: str, url: str) -> str:
+    """Decode escapes, drop a trailing dot, lower-case ASCII labels and punycode the others."""
+    if not host:
+        raise InvalidUrl(f"no host in {url!r}")
+    if "%" in host:
+        try:
+            host = unquote_to_bytes(host).decode("utf-8")
+        except UnicodeError:
+            raise InvalidUrl(f"bad escape in the host of {url!r}") from None
+    labels = _DOTS.split(host)
+    if len(labels) > 1 and not labels[-1]:
+        labels.pop()
+    for i, label in enumerate(labels):
+        if label.isascii():
+            label = label.lower()
+        else:
+            try:
+                label = encodings.idna.ToASCII(label).decode("ascii")
+            except UnicodeError:
+                raise InvalidUrl(f"bad international host name in {url!r}") from None
+        if not _LABEL.fullmatch(label):
+            raise InvalidUrl(f"bad host in {url!r}")
+        labels[i] = label
+    return ".".join(labels)
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    hexdigits = match[1]
+    if hexdigits is not None:
+        char = chr(int(hexdigits, 16))
+        return char if char in _UNRESERVED else "%" + hexdigits.upper()
+    text = match[0]
+    if text == "%":  # not followed by two hex digits: a literal percent sign
+        return "%25"
+    return "".join(_ESCAPE[b] for b in text.encode("utf-8", "surrogatepass"))
+
+
+def _fix_escapes(text: str) -> str:
+    """Upper-case escapes, decode escaped unreserved characters, encode what must be encoded."""
+    return _NEEDS_FIX.sub(_fix_escape, text)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4 for an absolute path (it starts with '/')."""
+    segments = path.split("/")[1:]
+    out: list[str] = []
+    for segment in segments:
+        if segment == "..":
+            if out:
+                out.pop()
+        elif segment != ".":
+            out.append(segment)
+    if segments[-1] in (".", "..") and out:
+        out.append("")  # "/a/b/.." is the folder "/a/"
+    return "/" + "/".join(out)
+
+
+def url_md5(normalized_url: str) -> str:
+    """The ``UrlMD5checksum``: lower-case hex MD5 of the URL's UTF-8 bytes.
+
+    >>> url_md5("http://example.com/")
+    'a6bf1757fff057f266b697df9cf176fd'
+    """
+    return hashlib.md5(normalized_url.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def _path(url: str) -> str:
+    """The path of a normalized URL, without query or fragment."""
+    rest = url.partition("://")[2]
+    slash = rest.find("/")
+    if slash < 0:
+        return "/"
+    return rest[slash:].partition("?")[0].partition("#")[0]
+
+
+def url_extension(normalized_url: str) -> str:
+    """Lower-case extension of the URL's last path segment, without the dot; "" if it has none.
+
+    >>> url_extension("http://ex.com/a/Report.PDF?x=1.html"), url_extension("http://ex.com/a.d/")
+    ('pdf', '')
+    """
+    return posixpath.splitext(_path(normalized_url).rpartition("/")[2])[1][1:].lower()
+
+
+def file_name(url_path: str) -> str:
+    """The file name of a URL path (SPEC 5): its last segment, ``index.html`` for a folder.
+
+    The name stays percent-encoded, as in the normalized URL.
+
+    >>> file_name("/docs/a%20b.html"), file_name("/docs/")
+    ('a%20b.html', 'index.html')
+    """
+    return url_path.rpartition("/")[2] or "index.html"

@@ -1,0 +1,247 @@
+"""Mirror layout (SPEC 7.1): URL to path mapping, the repository fence and atomic writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tarantula.core import mirror
+from tarantula.core.mirror import (
+    UnsafePath,
+    disambiguate,
+    mirror_relpath,
+    store_path,
+    write_atomic,
+)
+from tarantula.core.urls import UrlRejected, normalize_url
+
+
+@pytest.mark.parametrize(
+    ("url", "type_ext", "expected"),
+    [
+        # first component: host, or host:port for a non-default port
+        ("http://www.ics.forth.gr/", "html", "www.ics.forth.gr/index.html"),
+        ("http://ex.com:8080/a.html", "html", "ex.com:8080/a.html"),
+        ("https://[::1]:8443/a.html", "html", "[::1]:8443/a.html"),
+        ("http://[2001:db8::1]/", None, "[2001:db8::1]/index.html"),
+        # path segments kept percent-encoded; %2F never makes a folder
+        ("http://ex.com/a/b/c.pdf", "pdf", "ex.com/a/b/c.pdf"),
+        ("http://ex.com/a%2Fb/c%20d.html", "html", "ex.com/a%2Fb/c%20d.html"),
+        ("http://ex.com/%C3%BC/", "html", "ex.com/%C3%BC/index.html"),
+        ("http://ex.com/dir/", None, "ex.com/dir/index.html"),
+        # a last segment without extension gets the type's; one with an extension keeps it
+        ("http://ex.com/about", "html", "ex.com/about.html"),
+        ("http://ex.com/about", None, "ex.com/about"),
+        ("http://ex.com/data.json", "html", "ex.com/data.json"),
+        ("http://ex.com/.profile", "html", "ex.com/.profile.html"),
+        ("http://ex.com/a.d/about", "html", "ex.com/a.d/about.html"),
+        # queries stay in the file name, '/' inside them as %2F
+        ("http://ex.com/page.php?id=1", "html", "ex.com/page.php?id=1"),
+        ("http://ex.com/page?id=1", "html", "ex.com/page?id=1.html"),
+        ("http://ex.com/page?id=1", None, "ex.com/page?id=1"),
+        ("http://ex.com/?q=1", "html", "ex.com/index.html?q=1"),
+        ("http://ex.com/s.cgi?path=/a/b&x=?", "html", "ex.com/s.cgi?path=%2Fa%2Fb&x=?"),
+        ("http://ex.com/s.cgi?p=a%2Fb", "html", "ex.com/s.cgi?p=a%252Fb"),  # apart from p=a/b
+        ("http://ex.com/s.cgi?p=50%25", "html", "ex.com/s.cgi?p=50%2525"),
+        ("http://ex.com/s.cgi?p=%C3%BC", "html", "ex.com/s.cgi?p=%C3%BC"),
+        # defensive: what normalize_url does not write still gets a safe name of its own
+        ("http://ex.com/a//b", "html", "ex.com/a/%%/b.html"),
+        ("http://ex.com/a/./b", "html", "ex.com/a/%%%2E/b.html"),
+        ("http://ex.com/a/../b", "html", "ex.com/a/%%%2E%2E/b.html"),
+        ("http://ex.com/..", "html", "ex.com/%%%2E%2E.html"),
+        ("http://ex.com/a\x00b/c\nd", None, "ex.com/%%a%00b/%%c%0Ad"),
+        ("http://ex.com/%2e/%41", None, "ex.com/%%%252e/%41"),
+        ("http://ex.com/a b?x y", None, "ex.com/%%a%20b?%%x%20y"),
+        ("http://../x", None, "%%%2E%2E/x"),
+        ("http://ex.com/x?", "html", "ex.com/x.html"),
+    ],
+)
+def test_mirror_relpath(url, type_ext, expected):
+    assert mirror_relpath(url, type_ext) == PurePosixPath(expected)
+    assert mirror_relpath(url, type_ext).as_posix() == expected  # nothing folded by PurePosixPath
+
+
+def test_long_names_are_shortened_with_hash_and_extension():
+    long_segment = "s" * 250
+    relpath = mirror_relpath(f"http://ex.com/{long_segment}/{long_segment}.pdf", "pdf")
+    folder, name = relpath.parts[1:]
+    assert len(folder.encode()) <= 200 and folder.startswith("sss") and "~" in folder
+    assert len(name.encode()) <= 200 and name.endswith(".pdf") and "~" in name
+    # names that differ only beyond the kept prefix stay apart
+    other = mirror_relpath(f"http://ex.com/{long_segment}x.pdf", "pdf")
+    assert other.name != mirror_relpath(f"http://ex.com/{long_segment}.pdf", "pdf").name
+    assert len(mirror_relpath("http://ex.com/page?" + "q" * 300, "html").name) == 200
+    assert mirror_relpath("http://ex.com/page?" + "q" * 300, "html").name.endswith(".html")
+    assert mirror_relpath("http://ex.com/" + "x" * 200, None).name == "x" * 200  # 200 bytes: kept
+
+
+@pytest.mark.parametrize(
+    ("url", "type_ext"),
+    [
+        ("not a url", None),
+        ("http:///a", None),
+        ("http://ex.com/", "../x"),
+        ("http://ex.com/", "h/t"),
+    ],
+)
+def test_mirror_relpath_refuses(url, type_ext):
+    with pytest.raises(UnsafePath):
+        mirror_relpath(url, type_ext)
+
+
+def test_disambiguate_keeps_folder_and_extension():
+    first = mirror_relpath("http://ex.com/d/about.html", "html")
+    assert first == mirror_relpath("http://ex.com/d/about", "html")  # the documented collision
+    second = disambiguate(first, "http://ex.com/d/about")
+    assert second.parent == first.parent and second.suffix == ".html" and second != first
+    assert disambiguate(first, "http://ex.com/d/about") == second
+    assert disambiguate(PurePosixPath("h/p.php?id=1"), "u").name.startswith("p.php?id=1~")
+
+
+def test_store_path_inside(tmp_path):
+    assert (
+        store_path(tmp_path, PurePosixPath("ex.com/a/b.html"))
+        == tmp_path.resolve() / "ex.com/a/b.html"
+    )
+
+
+@pytest.mark.parametrize("relpath", ["../x", "a/../../x", "/etc/passwd", ".", "", "a/\x00"])
+def test_store_path_refuses_paths_out_of_the_repository(tmp_path, relpath):
+    with pytest.raises(UnsafePath):
+        store_path(tmp_path / "repo", PurePosixPath(relpath))
+
+
+def test_store_path_refuses_symlinks_out_of_the_repository(tmp_path):
+    repository, outside = tmp_path / "repo", tmp_path / "outside"
+    repository.mkdir()
+    outside.mkdir()
+    (repository / "ex.com").symlink_to(outside, target_is_directory=True)
+    (repository / "file.html").symlink_to(outside / "victim.html")
+    (repository / "inner").symlink_to(repository / "real", target_is_directory=True)
+    (repository / "loop").symlink_to(repository / "loop")
+    with pytest.raises(UnsafePath):
+        store_path(repository, PurePosixPath("ex.com/index.html"))
+    with pytest.raises(UnsafePath):
+        store_path(repository, PurePosixPath("file.html"))
+    with pytest.raises(UnsafePath):
+        store_path(repository, PurePosixPath("loop/x"))
+    assert store_path(repository, PurePosixPath("inner/x")) == repository.resolve() / "real/x"
+
+
+def test_write_atomic(tmp_path):
+    target = tmp_path / "repo/ex.com/a/b.html"
+    write_atomic(target, b"<p>one</p>")
+    write_atomic(target, b"<p>two</p>")
+    assert target.read_bytes() == b"<p>two</p>"
+    assert os.listdir(target.parent) == ["b.html"]  # no temporary file left behind
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def test_write_atomic_failure_keeps_old_copy_and_leaves_nothing(tmp_path, monkeypatch):
+    target = tmp_path / "a.html"
+    write_atomic(target, b"old")
+
+    def crash(src, dst):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(mirror.os, "replace", crash)
+    with pytest.raises(OSError, match="disk gone"):
+        write_atomic(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["a.html"]
+
+
+def test_write_atomic_refuses_a_file_where_a_folder_is_needed(tmp_path):
+    write_atomic(tmp_path / "ex.com/a.html", b"page")
+    with pytest.raises(UnsafePath):
+        write_atomic(tmp_path / "ex.com/a.html/b.html", b"below a file")
+    with pytest.raises(UnsafePath):
+        write_atomic(tmp_path / "ex.com/a.html/deeper/b.html", b"below a file")
+    with pytest.raises(UnsafePath):
+        write_atomic(tmp_path / "ex.com", b"over a folder")
+    assert (tmp_path / "ex.com/a.html").read_bytes() == b"page"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# URL-like strings that exercise escapes, dots, queries, ports and unicode.
+_PIECES = st.sampled_from(
+    ["/", "/", "//", ".", "..", "/./", "/../", "%", "%2e", "%2F", "%2f", "%25", "%41", "?", "#",
+     "&", "=", "/a", "/b.html", "about", ".html", "index.html", "ü", " ", "\x00", "\n", "~",
+     "%C3%BC"]
+)  # fmt: skip
+_TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=3)), max_size=10).map("".join)
+_HOSTS = st.sampled_from(["ex.com", "EX.com:8080", "[::1]:81", "bücher.de", "h:80", "..", "a.b."])
+_TYPE_EXTS = st.sampled_from([None, "html", "pdf"])
+
+
+def _normalized(url: str) -> str | None:
+    try:
+        return normalize_url(url)
+    except UrlRejected:
+        return None
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory):
+    return tmp_path_factory.mktemp("repository")
+
+
+@settings(max_examples=500)
+@given(st.one_of(st.builds("http://{}/{}".format, _HOSTS, _TEXT), st.text().map("http://".__add__)),
+       _TYPE_EXTS)  # fmt: skip
+def test_every_mirror_path_stays_inside_the_repository(repository, url, type_ext):
+    for candidate in (_normalized(url), url):  # and the raw string: never trust the input
+        if candidate is None:
+            continue
+        try:
+            relpath = mirror_relpath(candidate, type_ext)
+        except UnsafePath:
+            assert candidate == url  # only raw strings may be refused
+            continue
+        assert relpath == mirror_relpath(candidate, type_ext)  # deterministic
+        assert not relpath.is_absolute() and ".." not in relpath.parts and "." not in relpath.parts
+        assert all(0 < len(part.encode()) <= 200 and "\0" not in part for part in relpath.parts)
+        assert relpath.as_posix() == str(PurePosixPath(*relpath.parts))
+        assert store_path(repository, relpath).is_relative_to(Path(repository).resolve())
+
+
+def _inherent_collision(a: str, b: str, type_ext: str | None) -> bool:
+    """The layout's own collisions (see the module docstring of tarantula.core.mirror)."""
+    (path_a, _, query_a), (path_b, _, query_b) = a.partition("?"), b.partition("?")
+    if query_a != query_b:
+        return False
+    for x, y in ((path_a, path_b), (path_b, path_a)):
+        if x.endswith("/") and y == x + "index.html":
+            return True
+        if not query_a and type_ext and y == x + "." + type_ext:
+            return True
+    return False
+
+
+@settings(max_examples=500)
+@given(st.lists(_TEXT, min_size=2, max_size=6), _TYPE_EXTS)
+def test_distinct_urls_get_distinct_paths(paths, type_ext):
+    urls = {u for u in (_normalized("http://ex.com/" + p) for p in paths) if u is not None}
+    owners: dict[PurePosixPath, str] = {}
+    for url in sorted(urls):
+        relpath = mirror_relpath(url, type_ext)
+        other = owners.setdefault(relpath, url)
+        assert other == url or _inherent_collision(other, url, type_ext), (other, url, relpath)
+
+
+def test_distinct_urls_examples():
+    urls = ["http://ex.com/a?b/c", "http://ex.com/a?b%2Fc", "http://ex.com/a?b%252Fc",
+            "http://ex.com/a/", "http://ex.com/a", "http://ex.com/a?", "http://ex.com/a%2F",
+            "http://ex.com/a//", "http://ex.com/a?x.html", "http://ex.com/a.html?x",
+            "http://ex.com/a?x=1.html"]  # fmt: skip
+    relpaths = {mirror_relpath(normalize_url(u), "html") for u in urls}
+    assert len(relpaths) == len({normalize_url(u) for u in urls})
