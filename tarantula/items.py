@@ -24,5 +24,14 @@ class Document:
     path: str | None = None  # relative mirror path, set by the mirror pipeline
 
     def record(self) -> IndexRecord:
-        return IndexRecord(self.url_md5, self.url, self.original_url, self.title, self.encoding,
-                           self.type, self.last_modified, self.server_date, tuple(self.links))  # fmt: skip
+        return IndexRecord(
+            self.url_md5,
+            self.url,
+            self.original_url,
+            self.title,
+            self.encoding,
+            self.type,
+            self.last_modified,
+            self.server_date,
+            tuple(self.links),
+        )

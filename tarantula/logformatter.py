@@ -18,8 +18,11 @@ if TYPE_CHECKING:
 
 
 class LogFormatter(logformatter.LogFormatter):
-    def download_error(self, failure: Failure, request: Request, spider: Spider, errmsg: str | None = None
-                       ) -> Any:  # fmt: skip
-        result = super().download_error(failure, request, spider, errmsg or failure.getErrorMessage())
+    def download_error(
+        self, failure: Failure, request: Request, spider: Spider, errmsg: str | None = None
+    ) -> Any:
+        result = super().download_error(
+            failure, request, spider, errmsg or failure.getErrorMessage()
+        )
         result["level"] = logging.WARNING
         return result

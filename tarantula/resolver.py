@@ -68,8 +68,14 @@ def _is_ip(name: str) -> bool:
 class MappedResolver(CachingThreadedResolver):
     """IPv4/IPv6 literal mapping in front of Scrapy's caching threaded resolver."""
 
-    def __init__(self, reactor: ReactorBase, cache_size: int, timeout: float, mapping: Mapping[str, str] | None = None,
-                 only: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        reactor: ReactorBase,
+        cache_size: int,
+        timeout: float,
+        mapping: Mapping[str, str] | None = None,
+        only: bool = False,
+    ) -> None:
         super().__init__(reactor, cache_size, timeout)
         self.mapping: dict[str, str] = dict(mapping or {})
         self.only = only
@@ -78,9 +84,13 @@ class MappedResolver(CachingThreadedResolver):
     def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> MappedResolver:
         settings = crawler.settings
         cache = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
-        return cls(reactor, cache, settings.getfloat("DNS_TIMEOUT"),
-                   parse_mapping(settings.get("TARANTULA_RESOLVE")),
-                   settings.getbool("TARANTULA_RESOLVE_ONLY"))  # fmt: skip
+        return cls(
+            reactor,
+            cache,
+            settings.getfloat("DNS_TIMEOUT"),
+            parse_mapping(settings.get("TARANTULA_RESOLVE")),
+            settings.getbool("TARANTULA_RESOLVE_ONLY"),
+        )
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> defer.Deferred[Any]:
         address = lookup(self.mapping, name)

@@ -32,8 +32,12 @@ if TYPE_CHECKING:
 class FrontierScheduler(BaseScheduler):
     """BFS/DFS frontier with dedup on normalized URLs."""
 
-    def __init__(self, traversal: str, stats: StatsCollector | None = None,
-                 normalize: Callable[[str], str] = normalize_url) -> None:  # fmt: skip
+    def __init__(
+        self,
+        traversal: str,
+        stats: StatsCollector | None = None,
+        normalize: Callable[[str], str] = normalize_url,
+    ) -> None:
         self.frontier: Frontier[Request] = Frontier(traversal)
         self.stats = stats
         self.normalize = normalize

@@ -43,13 +43,22 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
     """A config file in ``folder``: keys given as Python names (``max_page_number=3``); test defaults
     are no delay, one thread, the repository ``repo`` next to the file, logs at level 2 to ``log``."""
     values: dict[str, Any] = {
-        "delay": 0, "threads": 1, "repository": "repo", "log_file": "log", "log_level": 2,
-        "resolve": RESOLVE, "resolve_only": True,
-    }  # fmt: skip
+        "delay": 0,
+        "threads": 1,
+        "repository": "repo",
+        "log_file": "log",
+        "log_level": 2,
+        "resolve": RESOLVE,
+        "resolve_only": True,
+    }
     values.update(keys)
     lines = ["<crawler-options>", f"starting-points = {conf_value(seeds)};"]
-    sections = {"log_file": "logging", "log_level": "logging", "period": "recrawling-options",
-                "threads": "multithreading-options"}  # fmt: skip
+    sections = {
+        "log_file": "logging",
+        "log_level": "logging",
+        "period": "recrawling-options",
+        "threads": "multithreading-options",
+    }
     for key, value in values.items():
         if key not in sections:
             lines.append(f"{key.replace('_', '-')} = {conf_value(value)};")
@@ -92,8 +101,11 @@ class Crawl:
 
     def files(self) -> list[str]:
         """Mirror files, relative to the repository, sorted (the index itself excluded)."""
-        return sorted(str(p.relative_to(self.repository)) for p in self.repository.rglob("*")
-                      if p.is_file() and p.name != "index.txt")  # fmt: skip
+        return sorted(
+            str(p.relative_to(self.repository))
+            for p in self.repository.rglob("*")
+            if p.is_file() and p.name != "index.txt"
+        )
 
 
 def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
@@ -103,8 +115,12 @@ def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
     env.pop("HTTP_PROXY", None)
     process = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}", *args],
-        cwd=PROJECT, capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
     log_path = conf.parent / "log"
     log = log_path.read_text(encoding="utf-8") if log_path.exists() else process.stderr
     return Crawl(process, conf.parent / "repo", log)
@@ -122,7 +138,10 @@ def crawl(tmp_path: Path):
 
 def max_in_flight(records: list[RequestRecord], host: str) -> int:
     """The largest number of requests to ``host`` that the server was answering at one time."""
-    events = sorted([(r.time, 1) for r in records if r.host == host] + [(r.end, -1) for r in records if r.host == host])
+    events = sorted(
+        [(r.time, 1) for r in records if r.host == host]
+        + [(r.end, -1) for r in records if r.host == host]
+    )
     current = peak = 0
     for _, delta in events:
         current += delta

@@ -93,9 +93,13 @@ class CrawlConfig:
         path = Path(self.path).absolute()
         object.__setattr__(self, "path", path)
         # normpath folds "conf/../repository" to "repository" without following symlinks.
-        object.__setattr__(self, "repository", Path(os.path.normpath(path.parent / self.repository)))
+        object.__setattr__(
+            self, "repository", Path(os.path.normpath(path.parent / self.repository))
+        )
         if self.log_file is not None:
-            object.__setattr__(self, "log_file", Path(os.path.normpath(path.parent / self.log_file)))
+            object.__setattr__(
+                self, "log_file", Path(os.path.normpath(path.parent / self.log_file))
+            )
 
 
 class _Invalid(ValueError):

@@ -161,7 +161,9 @@ def parse_html(text: str) -> HtmlPage:
         if tag == "area":
             anchor = clean(el.get("alt"))
         else:
-            anchor = clean(el.text_content()) or clean(" ".join(img.get("alt") or "" for img in el.iter("img")))
+            anchor = clean(el.text_content()) or clean(
+                " ".join(img.get("alt") or "" for img in el.iter("img"))
+            )
         page.links.append((href, anchor))
     return page
 
@@ -172,11 +174,15 @@ _PDF_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"\b", b"f": b"\f"}
 
 def _pdf_string(raw: bytes) -> str:
     if raw.startswith(b"<"):
-        data = bytes.fromhex(re.sub(rb"\s", b"", raw[1:-1]).decode() + ("0" if len(raw) % 2 else ""))
+        data = bytes.fromhex(
+            re.sub(rb"\s", b"", raw[1:-1]).decode() + ("0" if len(raw) % 2 else "")
+        )
     else:
         data = re.sub(
             rb"\\([0-7]{1,3}|.)",
-            lambda m: bytes([int(m[1], 8) & 0xFF]) if m[1][:1].isdigit() else _PDF_ESCAPES.get(m[1], m[1]),
+            lambda m: (
+                bytes([int(m[1], 8) & 0xFF]) if m[1][:1].isdigit() else _PDF_ESCAPES.get(m[1], m[1])
+            ),
             raw[1:-1],
             flags=re.S,
         )

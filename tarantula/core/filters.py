@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Extensions of names that may be HTML pages: fetched for their links even when not accepted.
-HTML_EXTENSIONS = frozenset("html htm xhtml shtml php asp aspx jsp cgi pl".split())
+HTML_EXTENSIONS = frozenset(
+    ["html", "htm", "xhtml", "shtml", "php", "asp", "aspx", "jsp", "cgi", "pl"]
+)
 
 
 def extension(name: str) -> str:

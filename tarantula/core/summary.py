@@ -21,7 +21,9 @@ from typing import Any
 def _breakdown(stats: Mapping[str, Any], prefix: str) -> tuple[int, str]:
     counts = {k[len(prefix) :]: int(v) for k, v in stats.items() if k.startswith(prefix) and v}
     total = sum(counts.values())
-    detail = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    detail = ", ".join(
+        f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
     return total, f"  ({detail})" if detail else ""
 
 

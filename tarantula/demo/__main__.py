@@ -30,7 +30,9 @@ def run(conf: Path) -> int:
     index = config.repository / INDEX_NAME
     if index.exists():
         lines = index.read_text(encoding="utf-8").splitlines()
-        print(f"\nMirror: {config.repository}/\nIndex:  {index} ({len(lines)} lines); its first lines:")
+        print(
+            f"\nMirror: {config.repository}/\nIndex:  {index} ({len(lines)} lines); its first lines:"
+        )
         print("\n".join(lines[:8]))
     return status
 

@@ -34,7 +34,14 @@ logger = logging.getLogger(__name__)
 
 
 class PolitenessMiddleware:
-    def __init__(self, crawler: Crawler, delay: float, delay_factor: float, host_failures: int, user_agent: str):
+    def __init__(
+        self,
+        crawler: Crawler,
+        delay: float,
+        delay_factor: float,
+        host_failures: int,
+        user_agent: str,
+    ):
         self.crawler = crawler
         self.stats = crawler.stats
         self.delay = delay
@@ -51,8 +58,13 @@ class PolitenessMiddleware:
         config = getattr(crawler.spider, "config", None)
         if config is None:
             raise NotConfigured("the spider has no Tarantula configuration")
-        return cls(crawler, config.delay, config.delay_factor, config.host_failures,
-                   crawler.settings.get("ROBOTSTXT_USER_AGENT") or config.user_agent)  # fmt: skip
+        return cls(
+            crawler,
+            config.delay,
+            config.delay_factor,
+            config.host_failures,
+            crawler.settings.get("ROBOTSTXT_USER_AGENT") or config.user_agent,
+        )
 
     def _robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
         crawl_delay = robotparser.crawl_delay(self.user_agent)
@@ -77,7 +89,9 @@ class PolitenessMiddleware:
             self.stats.inc_value("tarantula/filtered/host-dropped")
             raise IgnoreRequest("host dropped after repeated failures")
 
-    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
         host = urlparse_cached(request).hostname or ""
         self.failures.pop(host, None)
         latency = request.meta.get("download_latency")
@@ -86,7 +100,9 @@ class PolitenessMiddleware:
             self._set_delay(host, max(floor, latency * (1 + self.delay_factor)))
         return response
 
-    def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
+    def process_exception(
+        self, request: Request, exception: Exception, spider: Spider | None = None
+    ) -> None:
         if isinstance(exception, IgnoreRequest) or not self.host_failures:
             return
         host = urlparse_cached(request).hostname or ""
@@ -95,5 +111,9 @@ class PolitenessMiddleware:
         if count >= self.host_failures and host not in self.dropped:
             self.dropped.add(host)
             self.stats.inc_value("tarantula/hosts/dropped")
-            logger.warning("Dropping host %s after %d consecutive failures (last: %s)", host, count,
-                           exception.__class__.__name__)  # fmt: skip
+            logger.warning(
+                "Dropping host %s after %d consecutive failures (last: %s)",
+                host,
+                count,
+                exception.__class__.__name__,
+            )

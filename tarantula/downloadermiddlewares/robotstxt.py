@@ -40,9 +40,12 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
         netloc = urlparse_cached(request).netloc
         if netloc not in self._parsers:
             self._parsers[netloc] = Deferred()
-            robots_request = Request(f"{urlparse_cached(request).scheme}://{netloc}/robots.txt",
-                                     priority=self.DOWNLOAD_PRIORITY, callback=NO_CALLBACK,
-                                     meta={"dont_obey_robotstxt": True})  # fmt: skip
+            robots_request = Request(
+                f"{urlparse_cached(request).scheme}://{netloc}/robots.txt",
+                priority=self.DOWNLOAD_PRIORITY,
+                callback=NO_CALLBACK,
+                meta={"dont_obey_robotstxt": True},
+            )
             try:
                 response = await self.crawler.engine.download_async(robots_request)
                 await self._parse_robots(response, netloc, request)

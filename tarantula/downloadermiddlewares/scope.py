@@ -38,7 +38,10 @@ class ScopeMiddleware:
         return cls(rules, crawler.stats)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        if request.meta.get("dont_obey_robotstxt") or request.meta.get("tarantula_url") == request.url:
+        if (
+            request.meta.get("dont_obey_robotstxt")
+            or request.meta.get("tarantula_url") == request.url
+        ):
             return  # robots.txt itself, or a request the spider built and checked
         verdict = self.rules.check(request.url)
         rule = verdict.rule

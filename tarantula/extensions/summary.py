@@ -33,7 +33,9 @@ class _ErrorCollector(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         where = f"{record.name}: {record.getMessage().partition(chr(10))[0][:120]}"
         exc = record.exc_info[1] if record.exc_info else None
-        self.errors.append(f"{exc.__class__.__name__}: {exc} (at {where})" if exc is not None else where)
+        self.errors.append(
+            f"{exc.__class__.__name__}: {exc} (at {where})" if exc is not None else where
+        )
 
 
 class CrawlSummary:

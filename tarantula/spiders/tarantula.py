@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
-from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.http import Response, TextResponse
+from scrapy.spidermiddlewares.httperror import HttpError
 
 from tarantula.configure import crawl_settings
 from tarantula.core.config import CrawlConfig, load_config
@@ -87,14 +87,14 @@ class TarantulaSpider(Spider):
             yield self._request(verdict.url, seed, (number,))
 
     def _request(self, url: str, original: str, path: tuple[int, ...]) -> Request:
-        meta = {"tarantula_url": url, "tarantula_origin": original}
+        meta: dict[str, Any] = {"tarantula_url": url, "tarantula_origin": original}
         if self.rules.traversal == "dfs":
             meta["tarantula_path"] = path
         return Request(url, callback=self.parse, errback=self.failed, meta=meta)
 
     def failed(self, failure: Failure) -> None:
         """Count and log a request that brought no document: an HTTP error or a network fault."""
-        if failure.check(HttpError):
+        if isinstance(failure.value, HttpError):
             response = failure.value.response
             kind = f"http-{response.status}"
             logger.info("HTTP %s for %s", response.status, response.url)
@@ -103,7 +103,12 @@ class TarantulaSpider(Spider):
         else:
             request = getattr(failure, "request", None)
             kind = failure.type.__name__ if failure.type else "unknown"
-            logger.warning("Failed %s: %s: %s", request.url if request else "?", kind, failure.getErrorMessage())
+            logger.warning(
+                "Failed %s: %s: %s",
+                request.url if request else "?",
+                kind,
+                failure.getErrorMessage(),
+            )
         self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
 
     @property
@@ -135,12 +140,13 @@ class TarantulaSpider(Spider):
         if not extension(name) and dtype:
             name = f"{name}.{dtype}"  # SPEC 5: `about` served as HTML is tested as `about.html`
         accepted = self.rules.filters.accepts(url, name)
-        text = isinstance(response, TextResponse) and is_text(content_type, dtype)
+        text_response = response if isinstance(response, TextResponse) else None
+        text = text_response is not None and is_text(content_type, dtype)
 
         title: str | None = None
         links: list[tuple[str, str]] = []
-        if dtype == "html" and text:
-            page = parse_html(response.text)
+        if dtype == "html" and text and text_response is not None:
+            page = parse_html(text_response.text)
             title = page.title
             base = join_url(response.url, page.base) if page.base else response.url
             self.crawler.stats.inc_value("tarantula/pages/parsed")
@@ -157,7 +163,7 @@ class TarantulaSpider(Spider):
             original_url=meta.get("tarantula_origin") or response.url,
             url_md5=url_md5(url),
             title=title,
-            encoding=encoding_label(response.encoding) if text else None,
+            encoding=encoding_label(text_response.encoding) if text and text_response else None,
             type=dtype,
             last_modified=_header(response, "Last-Modified"),
             server_date=_header(response, "Date"),
@@ -165,8 +171,13 @@ class TarantulaSpider(Spider):
             body=response.body,
         )
 
-    async def _follow(self, response: Response, base: str, hrefs: list[tuple[str, str]],
-                      listed: list[tuple[str, str]]) -> AsyncIterator[Request]:  # fmt: skip
+    async def _follow(
+        self,
+        response: Response,
+        base: str,
+        hrefs: list[tuple[str, str]],
+        listed: list[tuple[str, str]],
+    ) -> AsyncIterator[Request]:
         """Check each link; append those that pass to ``listed``; yield requests for new ones."""
         stats = self.crawler.stats
         robots = self.robots

@@ -17,7 +17,9 @@ def result_of(deferred):
 
 
 def test_mapped_names_and_wildcards_answer_immediately():
-    r = MappedResolver(reactor, 0, 1.0, parse_mapping("www.demo.test=127.0.0.1, *.demo.test=127.0.0.2"), True)
+    r = MappedResolver(
+        reactor, 0, 1.0, parse_mapping("www.demo.test=127.0.0.1, *.demo.test=127.0.0.2"), True
+    )
     assert result_of(r.getHostByName("www.demo.test")) == "127.0.0.1"
     assert result_of(r.getHostByName("docs.demo.test")) == "127.0.0.2"
     assert result_of(r.getHostByName("WWW.DEMO.TEST.")) == "127.0.0.1"
@@ -25,15 +27,19 @@ def test_mapped_names_and_wildcards_answer_immediately():
 
 def test_resolve_only_fails_unmapped_names_without_a_query(monkeypatch):
     r = MappedResolver(reactor, 0, 1.0, {"a.test": "127.0.0.1"}, True)
-    monkeypatch.setattr("scrapy.resolver.CachingThreadedResolver.getHostByName",
-                        lambda *a, **k: pytest.fail("a DNS query was started"))  # fmt: skip
+    monkeypatch.setattr(
+        "scrapy.resolver.CachingThreadedResolver.getHostByName",
+        lambda *a, **k: pytest.fail("a DNS query was started"),
+    )
     failure = result_of(r.getHostByName("example.org"))
     assert failure.check(DNSLookupError)
 
 
 def test_without_resolve_only_unmapped_names_go_to_dns(monkeypatch):
     asked = []
-    monkeypatch.setattr("scrapy.resolver.CachingThreadedResolver.getHostByName",
-                        lambda self, name, timeout=(): asked.append(name))  # fmt: skip
+    monkeypatch.setattr(
+        "scrapy.resolver.CachingThreadedResolver.getHostByName",
+        lambda self, name, timeout=(): asked.append(name),
+    )
     MappedResolver(reactor, 0, 1.0, {}, False).getHostByName("example.org")
     assert asked == ["example.org"]

@@ -50,7 +50,10 @@ def test_links_in_document_order_with_anchors():
 
 
 def test_xml_declaration_and_garbage_do_not_break_parsing():
-    assert parse_html('<?xml version="1.0" encoding="utf-8"?><html><title>X</title></html>').title == "X"
+    assert (
+        parse_html('<?xml version="1.0" encoding="utf-8"?><html><title>X</title></html>').title
+        == "X"
+    )
     assert parse_html("").links == []
     assert parse_html("\x00\x01<<<>>>").links == []
 

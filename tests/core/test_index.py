@@ -9,18 +9,36 @@ from tarantula.core.index import IndexRecord, clean, format_record, parse_index
 
 
 def record(**overrides):
-    values = dict(url_md5="d41d8cd98f00b204e9800998ecf8427e", url="http://h/", original_url="http://h/#top",
-                  title="Home", encoding="utf-8", type="html", last_modified=None,
-                  server_date="Tue, 15 Nov 1994 08:12:31 GMT", links=())  # fmt: skip
+    values = dict(
+        url_md5="d41d8cd98f00b204e9800998ecf8427e",
+        url="http://h/",
+        original_url="http://h/#top",
+        title="Home",
+        encoding="utf-8",
+        type="html",
+        last_modified=None,
+        server_date="Tue, 15 Nov 1994 08:12:31 GMT",
+        links=(),
+    )
     values.update(overrides)
     return IndexRecord(**values)
 
 
 def test_record_line_fields_and_unknowns():
-    text = format_record(record(links=(("http://h/a", "A"), ("http://h/a", "A"), ("http://h/a", "other"))))
+    text = format_record(
+        record(links=(("http://h/a", "A"), ("http://h/a", "A"), ("http://h/a", "other")))
+    )
     lines = text.split("\n")
-    assert lines[0].split("\t") == ["d41d8cd98f00b204e9800998ecf8427e", "http://h/", "http://h/#top", "Home",
-                                    "utf-8", "html", "-", "Tue, 15 Nov 1994 08:12:31 GMT"]  # fmt: skip
+    assert lines[0].split("\t") == [
+        "d41d8cd98f00b204e9800998ecf8427e",
+        "http://h/",
+        "http://h/#top",
+        "Home",
+        "utf-8",
+        "html",
+        "-",
+        "Tue, 15 Nov 1994 08:12:31 GMT",
+    ]
     assert lines[1:] == ["\t@http://h/a A", "\t@http://h/a other", ""]
 
 

@@ -174,10 +174,37 @@ def _umask() -> int:
 
 # URL-like strings that exercise escapes, dots, queries, ports and unicode.
 _PIECES = st.sampled_from(
-    ["/", "/", "//", ".", "..", "/./", "/../", "%", "%2e", "%2F", "%2f", "%25", "%41", "?", "#",
-     "&", "=", "/a", "/b.html", "about", ".html", "index.html", "ü", " ", "\x00", "\n", "~",
-     "%C3%BC"]
-)  # fmt: skip
+    [
+        "/",
+        "/",
+        "//",
+        ".",
+        "..",
+        "/./",
+        "/../",
+        "%",
+        "%2e",
+        "%2F",
+        "%2f",
+        "%25",
+        "%41",
+        "?",
+        "#",
+        "&",
+        "=",
+        "/a",
+        "/b.html",
+        "about",
+        ".html",
+        "index.html",
+        "ü",
+        " ",
+        "\x00",
+        "\n",
+        "~",
+        "%C3%BC",
+    ]
+)
 _TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=3)), max_size=10).map("".join)
 _HOSTS = st.sampled_from(["ex.com", "EX.com:8080", "[::1]:81", "bücher.de", "h:80", "..", "a.b."])
 _TYPE_EXTS = st.sampled_from([None, "html", "pdf"])
@@ -196,8 +223,10 @@ def repository(tmp_path_factory):
 
 
 @settings(max_examples=500)
-@given(st.one_of(st.builds("http://{}/{}".format, _HOSTS, _TEXT), st.text().map("http://".__add__)),
-       _TYPE_EXTS)  # fmt: skip
+@given(
+    st.one_of(st.builds("http://{}/{}".format, _HOSTS, _TEXT), st.text().map("http://".__add__)),
+    _TYPE_EXTS,
+)
 def test_every_mirror_path_stays_inside_the_repository(repository, url, type_ext):
     for candidate in (_normalized(url), url):  # and the raw string: never trust the input
         if candidate is None:
@@ -239,9 +268,18 @@ def test_distinct_urls_get_distinct_paths(paths, type_ext):
 
 
 def test_distinct_urls_examples():
-    urls = ["http://ex.com/a?b/c", "http://ex.com/a?b%2Fc", "http://ex.com/a?b%252Fc",
-            "http://ex.com/a/", "http://ex.com/a", "http://ex.com/a?", "http://ex.com/a%2F",
-            "http://ex.com/a//", "http://ex.com/a?x.html", "http://ex.com/a.html?x",
-            "http://ex.com/a?x=1.html"]  # fmt: skip
+    urls = [
+        "http://ex.com/a?b/c",
+        "http://ex.com/a?b%2Fc",
+        "http://ex.com/a?b%252Fc",
+        "http://ex.com/a/",
+        "http://ex.com/a",
+        "http://ex.com/a?",
+        "http://ex.com/a%2F",
+        "http://ex.com/a//",
+        "http://ex.com/a?x.html",
+        "http://ex.com/a.html?x",
+        "http://ex.com/a?x=1.html",
+    ]
     relpaths = {mirror_relpath(normalize_url(u), "html") for u in urls}
     assert len(relpaths) == len({normalize_url(u) for u in urls})

@@ -8,7 +8,9 @@ from tarantula.core.scope import build_scope, origin, seed_domains
 
 
 def test_domain_scope_reduces_subdomains_and_strips_www():
-    assert seed_domains(["foo1.domain.com", "foo2.foo1.domain.com", "foo3.foo1.domain.com"]) == {"foo1.domain.com"}
+    assert seed_domains(["foo1.domain.com", "foo2.foo1.domain.com", "foo3.foo1.domain.com"]) == {
+        "foo1.domain.com"
+    }
     assert seed_domains(["www.csd.uoc.gr", "www.ics.forth.gr"]) == {"csd.uoc.gr", "ics.forth.gr"}
 
 

@@ -288,18 +288,70 @@ def test_file_name(path, name):
 
 # Pieces that exercise every rule, glued into URL-like strings.
 _PIECES = st.sampled_from(
-    ["/", "/", ".", "..", "./", "../", "%", "%2e", "%2E", "%2f", "%41", "%7e", "%c3%bc", "%zz",
-     "%25", "?", "#", "&", "=", "+", " ", "\t", "\\", "@", ":", "[", "]", "a", "Z", "ü", "日本",
-     "\x00", "\x7f", "~", "'", '"', "%%", "%2", "%a"]
-)  # fmt: skip
+    [
+        "/",
+        "/",
+        ".",
+        "..",
+        "./",
+        "../",
+        "%",
+        "%2e",
+        "%2E",
+        "%2f",
+        "%41",
+        "%7e",
+        "%c3%bc",
+        "%zz",
+        "%25",
+        "?",
+        "#",
+        "&",
+        "=",
+        "+",
+        " ",
+        "\t",
+        "\\",
+        "@",
+        ":",
+        "[",
+        "]",
+        "a",
+        "Z",
+        "ü",
+        "日本",
+        "\x00",
+        "\x7f",
+        "~",
+        "'",
+        '"',
+        "%%",
+        "%2",
+        "%a",
+    ]
+)
 _TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=3)), max_size=12).map("".join)
 _HOSTS = st.one_of(
     st.sampled_from(
-        ["ex.com", "EXAMPLE.org.", "bücher.de", "[::1]", "[2001:DB8::1]", "%41.com", "a_b.c",
-         "xn--bcher-kva.de", "127.0.0.1", "ex..com", "", "ex.com.", "Ünï.例え", "%c3%bc.de"]
+        [
+            "ex.com",
+            "EXAMPLE.org.",
+            "bücher.de",
+            "[::1]",
+            "[2001:DB8::1]",
+            "%41.com",
+            "a_b.c",
+            "xn--bcher-kva.de",
+            "127.0.0.1",
+            "ex..com",
+            "",
+            "ex.com.",
+            "Ünï.例え",
+            "%c3%bc.de",
+        ]
     ),
     st.text(max_size=8),
-)  # fmt: skip
+)
 _PORTS = st.one_of(
     st.just(""),
     st.integers(0, 70000).map(lambda p: f":{p}"),

@@ -18,19 +18,57 @@ pytestmark = pytest.mark.e2e
 
 
 def scrapy(*args: str, cwd=PROJECT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
 
 
 BAD_CONFIGS = [
-    ('starting-points = { "http://a.test/" }\nscope = host-scope;\n', "crawl.conf:1:", "expected ';'"),
-    ('starting-points = { "http://a.test/" };\nthreds = 2;\n', "crawl.conf:2:1:", "did you mean 'threads'"),
-    ('starting-points = { "http://a.test/" };\n<fancy-options>\n', "crawl.conf:2:", "unknown section"),
-    ('starting-points = { "http://a.test/" };\nscope = a;\nscope = b;\n', "crawl.conf:3:", "duplicate"),
-    ('starting-points = { "http://a.test/" };\n<multithreading-options>\nthreads = lots;\n', "crawl.conf:3:", "threads"),
-    ('starting-points = { "http://a.test/" };\nscope = galaxy-scope;\n', "crawl.conf:2:", "galaxy-scope"),
-    ('starting-points = { "http://a.test/" };\ntraversal-algorithm = random;\n', "crawl.conf:2:", "random"),
-    ('starting-points = { "http://a.test/" };\naccept-list = { "([a-z" };\n', "crawl.conf:2:", "regular expression"),
+    (
+        'starting-points = { "http://a.test/" }\nscope = host-scope;\n',
+        "crawl.conf:1:",
+        "expected ';'",
+    ),
+    (
+        'starting-points = { "http://a.test/" };\nthreds = 2;\n',
+        "crawl.conf:2:1:",
+        "did you mean 'threads'",
+    ),
+    (
+        'starting-points = { "http://a.test/" };\n<fancy-options>\n',
+        "crawl.conf:2:",
+        "unknown section",
+    ),
+    (
+        'starting-points = { "http://a.test/" };\nscope = a;\nscope = b;\n',
+        "crawl.conf:3:",
+        "duplicate",
+    ),
+    (
+        'starting-points = { "http://a.test/" };\n<multithreading-options>\nthreads = lots;\n',
+        "crawl.conf:3:",
+        "threads",
+    ),
+    (
+        'starting-points = { "http://a.test/" };\nscope = galaxy-scope;\n',
+        "crawl.conf:2:",
+        "galaxy-scope",
+    ),
+    (
+        'starting-points = { "http://a.test/" };\ntraversal-algorithm = random;\n',
+        "crawl.conf:2:",
+        "random",
+    ),
+    (
+        'starting-points = { "http://a.test/" };\naccept-list = { "([a-z" };\n',
+        "crawl.conf:2:",
+        "regular expression",
+    ),
     ('starting-points = { "ftp://a.test/" };\n', "crawl.conf:1:", "ftp://a.test/"),
     ("starting-points = { };\n", "crawl.conf:1:", "starting-points"),
     ('starting-points = { "http://a.test/",\n', "crawl.conf:1:", "unclosed"),
@@ -52,12 +90,18 @@ def test_bad_configuration_exits_2_with_file_line_col(web, tmp_path, text, where
 
 def test_missing_config_file_and_several_problems(tmp_path):
     result = scrapy("crawl", "tarantula", "-a", f"conf={tmp_path / 'nope.conf'}")
-    assert result.returncode == 2 and "nope.conf:1:1: error:" in result.stderr and "Traceback" not in result.stderr
+    assert (
+        result.returncode == 2
+        and "nope.conf:1:1: error:" in result.stderr
+        and "Traceback" not in result.stderr
+    )
     conf = tmp_path / "many.conf"
     conf.write_text("threds = 2;\nscope = nowhere;\n", encoding="utf-8")
     result = scrapy("crawl", "tarantula", "-a", f"conf={conf}")
     assert result.returncode == 2
-    assert len([line for line in result.stderr.splitlines() if ": error: " in line]) >= 3  # + no seeds
+    assert (
+        len([line for line in result.stderr.splitlines() if ": error: " in line]) >= 3
+    )  # + no seeds
 
 
 def test_log_file_relative_to_config_and_log_levels(web, tmp_path):
@@ -67,8 +111,13 @@ def test_log_file_relative_to_config_and_log_levels(web, tmp_path):
     folder.mkdir()
     levels = {}
     for level in (0, 1, 2):
-        conf = write_conf(folder, [web.url("a.test", "/")], log_file=f"logs/crawl{level}.log", log_level=level,
-                          repository=f"../out{level}")  # fmt: skip
+        conf = write_conf(
+            folder,
+            [web.url("a.test", "/")],
+            log_file=f"logs/crawl{level}.log",
+            log_level=level,
+            repository=f"../out{level}",
+        )
         (folder / "logs").mkdir(exist_ok=True)
         result = run_crawl(conf)
         assert result.status == 0
@@ -81,7 +130,9 @@ def test_log_file_relative_to_config_and_log_levels(web, tmp_path):
 
 def test_log_file_screen_logs_to_the_terminal(web, tmp_path):
     web.page("a.test", "/", "home")
-    result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], log_file="screen", log_level=1))
+    result = run_crawl(
+        write_conf(tmp_path, [web.url("a.test", "/")], log_file="screen", log_level=1)
+    )
     assert result.status == 0
     assert "Stored " in result.process.stderr
     assert not (tmp_path / "log").exists()
@@ -92,9 +143,13 @@ def test_network_faults_are_counted_not_fatal(web, tmp_path):
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]
     web.add("a.test", "/robots.txt", Resource(b"", status=404))
-    web.page("a.test", "/", f'<a href="/missing.html">404</a><a href="/boom.html">500</a>'
-             f'<a href="http://a.test:{dead}/x.html">refused</a><a href="http://nowhere.invalid/">dns</a>'
-             f'<a href="/ok.html">ok</a>')  # fmt: skip
+    web.page(
+        "a.test",
+        "/",
+        f'<a href="/missing.html">404</a><a href="/boom.html">500</a>'
+        f'<a href="http://a.test:{dead}/x.html">refused</a><a href="http://nowhere.invalid/">dns</a>'
+        f'<a href="/ok.html">ok</a>',
+    )
     web.add("a.test", "/boom.html", Resource(b"boom", status=500))
     web.page("a.test", "/ok.html", "ok")
     result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], scope="free-spanning"))
@@ -111,18 +166,26 @@ def test_unmapped_name_fails_at_once_without_dns(web, tmp_path):
     assert result.status == 0
     assert "robots.txt of unmapped.example could not be fetched" in result.log
     assert "DNS lookup failed" in result.log
-    assert result.record(web.url("a.test", "/")).links == ()  # its robots.txt is unknown: not listed
+    assert (
+        result.record(web.url("a.test", "/")).links == ()
+    )  # its robots.txt is unknown: not listed
 
 
 def test_an_exception_in_crawler_code_makes_exit_status_1(web, tmp_path):
     web.page("a.test", "/", '<a href="/x.html">x</a>')
     web.page("a.test", "/x.html", "x")
-    pipelines = ('{"tarantula.pipelines.mirror.MirrorPipeline": 300, "tarantula.pipelines.index.IndexPipeline": 400,'
-                 ' "tests.faulty.FaultyPipeline": 500}')  # fmt: skip
-    result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")]), "-s", f"ITEM_PIPELINES={pipelines}")
+    pipelines = (
+        '{"tarantula.pipelines.mirror.MirrorPipeline": 300, "tarantula.pipelines.index.IndexPipeline": 400,'
+        ' "tests.faulty.FaultyPipeline": 500}'
+    )
+    result = run_crawl(
+        write_conf(tmp_path, [web.url("a.test", "/")]), "-s", f"ITEM_PIPELINES={pipelines}"
+    )
     assert result.status == 1
     assert "errors               2" in result.process.stdout
-    assert "FaultyPipeline" in result.process.stdout or "deliberate failure" in result.process.stdout
+    assert (
+        "FaultyPipeline" in result.process.stdout or "deliberate failure" in result.process.stdout
+    )
     assert "Traceback" in result.log  # logged with its traceback where it happened
     assert len(result.records) == 2  # the crawl itself went on
 
@@ -137,7 +200,8 @@ def test_scrapy_check_fails_when_the_callback_stops_extracting(tmp_path):
     package = tmp_path / "brokenspiders"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "broken.py").write_text(textwrap.dedent('''
+    (package / "broken.py").write_text(
+        textwrap.dedent('''
         from tarantula.spiders.tarantula import TarantulaSpider
 
         class BrokenSpider(TarantulaSpider):
@@ -151,10 +215,16 @@ def test_scrapy_check_fails_when_the_callback_stops_extracting(tmp_path):
                 async for item in super().parse(response):
                     if not hasattr(item, "callback"):  # drop every request: no links followed
                         yield item
-        '''))
+        ''')
+    )
     env_path = f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
-    result = subprocess.run([sys.executable, "-m", "scrapy", "check", "broken", "-s", "SPIDER_MODULES=brokenspiders"],
-                            cwd=PROJECT, capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": env_path, "PYTHONWARNINGS": "ignore"})  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "check", "broken", "-s", "SPIDER_MODULES=brokenspiders"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": env_path, "PYTHONWARNINGS": "ignore"},
+    )
     assert result.returncode == 1, result.stderr
     assert "FAILED" in result.stderr and "Returned 0 requests" in result.stderr

@@ -16,20 +16,31 @@ LAST_MODIFIED = "Tue, 15 Nov 1994 08:12:31 GMT"
 def site(web, host="a.test"):
     """A small site: home -> about (extensionless), docs/ (folder), report.pdf; docs -> page.htm."""
     u = lambda path: web.url(host, path)  # noqa: E731
-    web.page(host, "/", f"""<html><head><title>Home &amp; more</title></head><body>
+    web.page(
+        host,
+        "/",
+        f"""<html><head><title>Home &amp; more</title></head><body>
         <a href="about">About us</a> <a href="/docs/#part">Docs</a>
-        <a href="{u('/report.pdf')}">Report</a> <a href="/docs/">Docs</a> <a href="/docs/">Docs</a>
+        <a href="{u("/report.pdf")}">Report</a> <a href="/docs/">Docs</a> <a href="/docs/">Docs</a>
         <a href="/gallery/"><img src="/logo.png" alt="Gallery"></a>
         <a href="mailto:someone@a.test">Mail</a> <a href="javascript:void(0)">JS</a>
-        <a href="http://other.test:{web.port}/">Elsewhere</a></body></html>""", Last_Modified=LAST_MODIFIED)
+        <a href="http://other.test:{web.port}/">Elsewhere</a></body></html>""",
+        Last_Modified=LAST_MODIFIED,
+    )
     web.page(host, "/about", "<title>About</title><a href='/'>Home</a>")
     web.page(host, "/docs/", "<title>Docs</title><a href='page.htm?x=1&amp;y=2'>Page</a>")
     web.page(host, "/docs/page.htm?x=1&y=2", "<title>Page</title>")
     web.page(host, "/gallery/", "<title>Gallery</title>")
     from tarantula.demo.server import Resource
 
-    web.add(host, "/report.pdf", Resource(b"%PDF-1.4\n<< /Title (Annual Report) >>\n%%EOF\n",
-                                          headers={"Content-Type": "application/pdf"}))  # fmt: skip
+    web.add(
+        host,
+        "/report.pdf",
+        Resource(
+            b"%PDF-1.4\n<< /Title (Annual Report) >>\n%%EOF\n",
+            headers={"Content-Type": "application/pdf"},
+        ),
+    )
     web.page("other.test", "/", "<title>Other</title>")
     return u
 
@@ -39,7 +50,14 @@ def test_basic_crawl_stores_indexes_and_reports(web, crawl):
     result = crawl([u("/")])
     assert result.status == 0, result.process.stderr
     assert sorted(result.urls) == sorted(
-        [u("/"), u("/about"), u("/docs/"), u("/docs/page.htm?x=1&y=2"), u("/gallery/"), u("/report.pdf")]
+        [
+            u("/"),
+            u("/about"),
+            u("/docs/"),
+            u("/docs/page.htm?x=1&y=2"),
+            u("/gallery/"),
+            u("/report.pdf"),
+        ]
     )
     home = result.record(u("/"))
     assert home.url_md5 == url_md5(u("/"))
@@ -61,9 +79,15 @@ def test_basic_crawl_stores_indexes_and_reports(web, crawl):
     assert result.record(u("/about")).original_url == u("/about")
     host = f"a.test:{web.port}"
     assert result.files() == sorted(
-        [f"{host}/index.html", f"{host}/about.html", f"{host}/docs/index.html",
-         f"{host}/docs/page.htm?x=1&y=2", f"{host}/gallery/index.html", f"{host}/report.pdf"]
-    )  # fmt: skip
+        [
+            f"{host}/index.html",
+            f"{host}/about.html",
+            f"{host}/docs/index.html",
+            f"{host}/docs/page.htm?x=1&y=2",
+            f"{host}/gallery/index.html",
+            f"{host}/report.pdf",
+        ]
+    )
     assert (result.repository / host / "report.pdf").read_bytes().startswith(b"%PDF")
     assert web.targets("other.test") == []
     assert "documents stored     6" in result.process.stdout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -17,8 +18,13 @@ def wide_site(web, host="a.test", pages=40, delay=0.0):
     links = "".join(f'<a href="/p{i}.html">p{i}</a>' for i in range(pages))
     web.page(host, "/", links)
     for i in range(pages):
-        web.add(host, f"/p{i}.html", Resource(f"<title>p{i}</title>".encode(), delay=delay,
-                                              headers={"Content-Type": "text/html"}))  # fmt: skip
+        web.add(
+            host,
+            f"/p{i}.html",
+            Resource(
+                f"<title>p{i}</title>".encode(), delay=delay, headers={"Content-Type": "text/html"}
+            ),
+        )
 
 
 @pytest.mark.parametrize("threads", [1, 8])
@@ -56,7 +62,9 @@ def test_max_url_length_drops_long_urls(web, crawl):
     web.page("a.test", long, "l")
     result = crawl([web.url("a.test", "/")], max_url_length=100)
     assert long not in web.targets("a.test")
-    assert [link for link, _ in result.record(web.url("a.test", "/")).links] == [web.url("a.test", "/short.html")]
+    assert [link for link, _ in result.record(web.url("a.test", "/")).links] == [
+        web.url("a.test", "/short.html")
+    ]
 
 
 def test_max_document_size_drops_larger_documents(web, crawl):
@@ -71,14 +79,18 @@ def test_max_document_size_drops_larger_documents(web, crawl):
 def test_delay_between_requests_to_one_host(web, crawl):
     wide_site(web, pages=6)
     wide_site(web, host="b.test", pages=6)
-    web.page("a.test", "/", "".join(f'<a href="/p{i}.html">p</a>' for i in range(6))
-             + f'<a href="{web.url("b.test", "/")}">b</a>')  # fmt: skip
+    web.page(
+        "a.test",
+        "/",
+        "".join(f'<a href="/p{i}.html">p</a>' for i in range(6))
+        + f'<a href="{web.url("b.test", "/")}">b</a>',
+    )
     result = crawl([web.url("a.test", "/")], delay=0.3, threads=4, scope="free-spanning")
     assert result.status == 0
     for host in ("a.test", "b.test"):
         starts = [r.time for r in web.requests if r.host == host]
         assert len(starts) == 8  # robots.txt, home, six pages
-        gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
         assert min(gaps) >= 0.3 - 0.02, gaps  # timer granularity only
 
 
@@ -87,7 +99,7 @@ def test_robots_crawl_delay_is_honoured(web, crawl):
     web.add("a.test", "/robots.txt", Resource(b"User-agent: *\nCrawl-delay: 0.5\n"))
     result = crawl([web.url("a.test", "/")], delay=0.05, threads=4)
     starts = [r.time for r in web.requests if r.host == "a.test"]
-    gaps = [b - a for a, b in zip(starts[1:], starts[2:], strict=False)]  # after robots.txt is known
+    gaps = [b - a for a, b in itertools.pairwise(starts)]  # after robots.txt is known
     assert len(result.records) == 5
     assert min(gaps) >= 0.5 - 0.02, gaps
 
@@ -96,15 +108,23 @@ def test_robots_crawl_delay_is_honoured(web, crawl):
 def test_host_concurrency_and_threads(web, crawl, concurrency):
     wide_site(web, pages=12, delay=0.2)
     wide_site(web, host="b.test", pages=12, delay=0.2)
-    web.page("a.test", "/", "".join(f'<a href="/p{i}.html">p</a>' for i in range(12))
-             + "".join(f'<a href="{web.url("b.test", f"/p{i}.html")}">b</a>' for i in range(12)))  # fmt: skip
-    result = crawl([web.url("a.test", "/")], host_concurrency=concurrency, threads=4, scope="free-spanning")
+    web.page(
+        "a.test",
+        "/",
+        "".join(f'<a href="/p{i}.html">p</a>' for i in range(12))
+        + "".join(f'<a href="{web.url("b.test", f"/p{i}.html")}">b</a>' for i in range(12)),
+    )
+    result = crawl(
+        [web.url("a.test", "/")], host_concurrency=concurrency, threads=4, scope="free-spanning"
+    )
     assert result.status == 0
     assert len(result.records) == 25
     for host in ("a.test", "b.test"):
         assert max_in_flight(web.requests, host) == concurrency
     # `threads` bounds the total; with two hosts at concurrency 3 it is the limit that binds.
-    assert max_in_flight(web.requests, "a.test") + max_in_flight(web.requests, "b.test") <= max(4, 2 * concurrency)
+    assert max_in_flight(web.requests, "a.test") + max_in_flight(web.requests, "b.test") <= max(
+        4, 2 * concurrency
+    )
 
 
 def test_host_failures_drops_a_failing_host(web, crawl):

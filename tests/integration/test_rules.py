@@ -11,9 +11,19 @@ pytestmark = pytest.mark.e2e
 
 def test_robots_disallowed_links_are_neither_fetched_nor_listed(web, crawl):
     u = lambda p: web.url("a.test", p)  # noqa: E731
-    web.add("a.test", "/robots.txt", Resource(b"User-agent: *\nDisallow: /private/\n\nUser-agent: tarantula\n"
-                                              b"Disallow: /private/\nDisallow: /mine.html\n"))  # fmt: skip
-    web.page("a.test", "/", '<a href="/private/x.html">P</a><a href="/mine.html">M</a><a href="/ok.html">OK</a>')
+    web.add(
+        "a.test",
+        "/robots.txt",
+        Resource(
+            b"User-agent: *\nDisallow: /private/\n\nUser-agent: tarantula\n"
+            b"Disallow: /private/\nDisallow: /mine.html\n"
+        ),
+    )
+    web.page(
+        "a.test",
+        "/",
+        '<a href="/private/x.html">P</a><a href="/mine.html">M</a><a href="/ok.html">OK</a>',
+    )
     web.page("a.test", "/ok.html", "ok")
     web.page("a.test", "/private/x.html", "secret")
     web.page("a.test", "/mine.html", "mine")
@@ -52,7 +62,11 @@ def test_unreachable_robots_disallows_the_host_and_is_not_an_error(web, crawl, t
         s.bind(("127.0.0.1", 0))
         dead_port = s.getsockname()[1]
     u = lambda p: web.url("a.test", p)  # noqa: E731
-    web.page("a.test", "/", f'<a href="http://dead.test:{dead_port}/x.html">dead</a><a href="/y.html">y</a>')
+    web.page(
+        "a.test",
+        "/",
+        f'<a href="http://dead.test:{dead_port}/x.html">dead</a><a href="/y.html">y</a>',
+    )
     web.page("a.test", "/y.html", "y")
     result = crawl([u("/")], scope="free-spanning")
     assert result.status == 0, result.process.stdout
@@ -82,13 +96,20 @@ def test_extensionless_name_is_accepted_by_its_type(web, crawl):
     web.add("a.test", "/data", Resource(b"%PDF-1.4", headers={"Content-Type": "application/pdf"}))
     result = crawl([u("/")], accept_list=[r"^about\.html$", r"\.pdf$"])
     assert sorted(result.urls) == [u("/about"), u("/data")]
-    assert sorted(result.files()) == [f"a.test:{web.port}/about.html", f"a.test:{web.port}/data.pdf"]
+    assert sorted(result.files()) == [
+        f"a.test:{web.port}/about.html",
+        f"a.test:{web.port}/data.pdf",
+    ]
 
 
 def test_reject_list_on_href_url_and_file_name(web, crawl):
     u = lambda p: web.url("a.test", p)  # noqa: E731
-    web.page("a.test", "/", '<a href="#top">top</a><a href="/q.html?x=1">q</a><a href="/d.tmp.txt">d</a>'
-                             '<a href="/fine.html">fine</a>')  # fmt: skip
+    web.page(
+        "a.test",
+        "/",
+        '<a href="#top">top</a><a href="/q.html?x=1">q</a><a href="/d.tmp.txt">d</a>'
+        '<a href="/fine.html">fine</a>',
+    )
     for p in ("/q.html?x=1", "/d.tmp.txt", "/fine.html"):
         web.page("a.test", p, "x")
     result = crawl([u("/")], reject_list=[r"^#.*", r".*\?.*", r".*\.[tT][mM][pP]\.?.{0,4}$"])
@@ -98,7 +119,11 @@ def test_reject_list_on_href_url_and_file_name(web, crawl):
 
 def test_redirects_leaving_scope_or_rejected_are_not_followed(web, crawl):
     u = lambda p: web.url("a.test", p)  # noqa: E731
-    web.page("a.test", "/", '<a href="/out">out</a><a href="/in">in</a><a href="/rej">rej</a><a href="/ftp">f</a>')
+    web.page(
+        "a.test",
+        "/",
+        '<a href="/out">out</a><a href="/in">in</a><a href="/rej">rej</a><a href="/ftp">f</a>',
+    )
     web.add("a.test", "/out", Resource(status=302, headers={"Location": web.url("b.test", "/")}))
     web.add("a.test", "/in", Resource(status=301, headers={"Location": "/target.html"}))
     web.add("a.test", "/rej", Resource(status=302, headers={"Location": "/x.tmp.txt"}))
@@ -128,7 +153,11 @@ def test_links_to_documents_are_extracted_whatever_their_extension(web, crawl):
     names = ["r.pdf", "d.doc", "s.xls", "p.ppt", "a.zip", "m.mp3", "i.png"]
     web.page("a.test", "/", "".join(f'<a href="/{n}">{n}</a>' for n in names))
     for n in names:
-        web.add("a.test", f"/{n}", Resource(b"data", headers={"Content-Type": "application/octet-stream"}))
+        web.add(
+            "a.test",
+            f"/{n}",
+            Resource(b"data", headers={"Content-Type": "application/octet-stream"}),
+        )
     result = crawl([u("/")])
     assert [link for link, _ in result.record(u("/")).links] == [u(f"/{n}") for n in names]
     assert sorted(result.urls) == sorted([u("/")] + [u(f"/{n}") for n in names])
