@@ -52,6 +52,8 @@ class PolitenessMiddleware:
         self.failures: dict[str, int] = {}
         self.dropped: set[str] = set()
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
+        if delay_factor > 0:
+            crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
@@ -92,13 +94,18 @@ class PolitenessMiddleware:
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
-        host = urlparse_cached(request).hostname or ""
-        self.failures.pop(host, None)
-        latency = request.meta.get("download_latency")
-        if self.delay_factor > 0 and latency is not None:
-            floor = max(self.delay, self.crawl_delays.get(host, 0.0))
-            self._set_delay(host, max(floor, latency * (1 + self.delay_factor)))
+        self.failures.pop(urlparse_cached(request).hostname or "", None)
         return response
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        # A signal, not process_response: the slot starts its next request as soon as the download
+        # ends, before the middlewares see the response; the new delay must be in place by then.
+        latency = request.meta.get("download_latency")
+        if latency is None:
+            return
+        host = urlparse_cached(request).hostname or ""
+        floor = max(self.delay, self.crawl_delays.get(host, 0.0))
+        self._set_delay(host, max(floor, latency * (1 + self.delay_factor)))
 
     def process_exception(
         self, request: Request, exception: Exception, spider: Spider | None = None
