@@ -26,3 +26,13 @@ lint: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) repository/demo
+
+.PHONY: bench bench-tiny
+
+## bench: Tarantula against a bare Scrapy spider on the generated `small` web (nginx), 3 runs
+bench: $(VENV)/.installed
+	$(BIN)/python -m bench.run --preset small --runs 3
+
+## bench-tiny: one quick run on the `tiny` web, so the harness keeps working
+bench-tiny: $(VENV)/.installed
+	$(BIN)/python -m bench.run --preset tiny --runs 1

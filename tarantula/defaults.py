@@ -15,3 +15,11 @@ TARANTULA_RESOLVE: dict[str, str] | str = {}
 
 #: When true, a name that ``TARANTULA_RESOLVE`` does not map fails at once, without a DNS query.
 TARANTULA_RESOLVE_ONLY: bool = False
+
+#: Seconds between two commits of the crawl state: at most this much work is lost in a crash, and
+#: a stored document reaches index.txt within this time.
+TARANTULA_COMMIT_INTERVAL: float = 0.5
+
+#: Keep the crawl state in memory instead of ``<repository>/.tarantula/state.db`` (nothing
+#: survives the process; ``scrapy check`` uses this).
+TARANTULA_STATE_IN_MEMORY: bool = False

@@ -9,7 +9,7 @@ from tarantula.core.index import IndexRecord
 
 @dataclass
 class Document:
-    """An accepted document: its index fields, its links, its body and where it went in the mirror."""
+    """An accepted document: its index fields, links and body, and what the pipelines made of it."""
 
     url: str  # normalized
     original_url: str
@@ -19,19 +19,15 @@ class Document:
     type: str | None
     last_modified: str | None
     server_date: str | None
+    etag: str | None = None
     links: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    #: "new", "changed" or "unchanged" (a recrawl's 304, or the same content again)
+    status: str = "new"
+    unchanged: bool = False  # set by the spider for a 304: nothing to store, the copy stays
     path: str | None = None  # relative mirror path, set by the mirror pipeline
+    md5: str | None = None  # content MD5, set by the mirror pipeline
 
     def record(self) -> IndexRecord:
-        return IndexRecord(
-            self.url_md5,
-            self.url,
-            self.original_url,
-            self.title,
-            self.encoding,
-            self.type,
-            self.last_modified,
-            self.server_date,
-            tuple(self.links),
-        )
+        return IndexRecord(self.url_md5, self.url, self.original_url, self.title, self.encoding,
+                           self.type, self.last_modified, self.server_date, tuple(self.links))  # fmt: skip

@@ -1,88 +1,129 @@
-"""The Scrapy scheduler that holds Tarantula's frontier.
+"""The Scrapy scheduler over Tarantula's durable frontier (:mod:`tarantula.core.state`).
 
-It replaces Scrapy's scheduler, dupefilter and priority queue together because the crawl order
-needs all three at once: exact dfs moves a waiting URL forward when a page visited later links to
-it (a decrease-key), which a dupefilter that drops the second discovery cannot allow.
+It replaces Scrapy's scheduler, dupefilter and priority queue together, for two reasons:
 
-- dedup is on the normalized URL, redirect targets included (SPEC 6);
-- order is bfs or dfs (see :mod:`tarantula.core.frontier`); the spider puts the dfs path of each
-  link in ``request.meta["tarantula_path"]`` and :class:`scrapy.spidermiddlewares.depth.DepthMiddleware`
-  its depth in ``request.meta["depth"]``;
-- ``dont_filter`` requests (retries) are queued again whatever was seen.
+- exact dfs moves a waiting URL forward when a page visited later links to it (a decrease-key),
+  which a dupefilter that drops the second discovery cannot allow;
+- Scrapy's ``JOBDIR`` writes its queues and seen-set only on a clean stop, so a kill loses the
+  frontier; here every request lives in the state database, leased while in flight and done only
+  once its response is handled (the spider and the pipelines say so), and committed every
+  ``TARANTULA_COMMIT_INTERVAL`` seconds.
 
-Stats: ``scheduler/enqueued``, ``scheduler/dequeued``, ``tarantula/scheduler/duplicate``.
+Requests are rebuilt from their rows when handed out (:meth:`TarantulaSpider.request_for`), so
+what a request must carry across a restart (redirect and retry counts) is kept in the row's
+``extra`` JSON. Dedup is on the normalized URL, redirect targets included; a redirect marks its
+source done; ``dont_filter`` requests (retries) go back to the queue in their old place.
+
+Stats: ``scheduler/enqueued``, ``scheduler/dequeued``, ``tarantula/scheduler/duplicate``,
+``tarantula/run/<kind>``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import json
+import logging
+from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
 
-from tarantula.core.frontier import Frontier
-from tarantula.core.urls import UrlRejected, normalize_url
+from tarantula.core.state import dfs_key
+from tarantula.core.urls import UrlRejected
 
 if TYPE_CHECKING:
-    from scrapy import Request
+    from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+    from tarantula.spiders.tarantula import TarantulaSpider
+
+logger = logging.getLogger(__name__)
+
+#: Request meta that must survive a restart (loop and retry limits).
+DURABLE_META = ("redirect_times", "redirect_ttl", "redirect_urls", "retry_times")
+
 
 class FrontierScheduler(BaseScheduler):
-    """BFS/DFS frontier with dedup on normalized URLs."""
-
     def __init__(
-        self,
-        traversal: str,
-        stats: StatsCollector | None = None,
-        normalize: Callable[[str], str] = normalize_url,
+        self, spider: TarantulaSpider, stats: StatsCollector, commit_interval: float
     ) -> None:
-        self.frontier: Frontier[Request] = Frontier(traversal)
+        self.spider = spider
+        self.state = spider.state
         self.stats = stats
-        self.normalize = normalize
+        self.commit_interval = commit_interval
+        self._committer: Any = None
+        # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from a
+        # row: they are handed out as they came, and do not survive a restart.
+        self._foreign: dict[str, Request] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
-        rules = getattr(crawler.spider, "rules", None)
-        if rules is None:  # a spider other than Tarantula's: plain bfs on plain normalization
-            return cls("bfs", crawler.stats)
-        return cls(rules.traversal, crawler.stats, rules.normalize)
+        spider = crawler.spider
+        if getattr(spider, "state", None) is None:
+            raise NotConfigured("FrontierScheduler needs the tarantula spider")
+        return cls(spider, crawler.stats, crawler.settings.getfloat("TARANTULA_COMMIT_INTERVAL"))  # type: ignore[arg-type]
+
+    def open(self, spider: Spider) -> None:
+        run = self.spider.begin_run()
+        self.stats.set_value(f"tarantula/run/{run.kind}", 1)
+        self._committer = create_looping_call(self._commit)
+        self._committer.start(self.commit_interval, now=False)
+
+    def _commit(self) -> None:
+        if self.state.dirty or self.state.files_written:
+            self.state.commit()
+
+    def close(self, reason: str) -> None:
+        if self._committer is not None and self._committer.running:
+            self._committer.stop()
+        self.spider.end_run(reason)
 
     def has_pending_requests(self) -> bool:
-        return len(self.frontier) > 0
+        return self.state.has_pending()
 
     def __len__(self) -> int:
-        return len(self.frontier)
+        return self.state.pending()
 
     def seen(self, url: str) -> bool:
         """True when a normalized URL needs no new request (the spider asks before building one)."""
-        return self.frontier.seen(url)
+        return self.state.seen(url)
 
     def enqueue_request(self, request: Request) -> bool:
-        url = request.meta.get("tarantula_url")
-        if url is None or "redirect_urls" in request.meta:
-            # Redirect targets arrive with the meta of the request they answer.
+        meta = request.meta
+        url = meta.get("tarantula_url")
+        redirected = meta.get("redirect_urls")
+        if url is None or redirected:
             try:
-                url = self.normalize(request.url)
+                url = self.spider.rules.normalize(request.url)
             except UrlRejected:
-                url = request.url
-        depth = request.meta.get("depth", 0)
-        path = request.meta.get("tarantula_path", ())
+                self._inc("tarantula/scheduler/unusable")
+                return False
+        if redirected:
+            self.state.finish(meta["tarantula_url"], "redirected")
+        extra = {k: meta[k] for k in DURABLE_META if k in meta}
+        extra_json = json.dumps(extra) if extra else None
+        if request.callback not in (None, self.spider.parse) or request.errback not in (
+            None,
+            self.spider.failed,
+        ):
+            self._foreign[url] = request
+        key = dfs_key(meta.get("tarantula_path", ())) if self.state.dfs else None
+        original = meta.get("tarantula_origin") or request.url
         if request.dont_filter:
-            self.frontier.forget(url)
-        if not self.frontier.push(url, request, depth=depth, path=path):
+            self.state.requeue(url, original, meta.get("depth", 0), key, extra_json)
+        elif not self.state.push(url, original, meta.get("depth", 0), key, extra_json):
             self._inc("tarantula/scheduler/duplicate")
             return False
         self._inc("scheduler/enqueued")
         return True
 
     def next_request(self) -> Request | None:
-        request = self.frontier.pop()
-        if request is not None:
-            self._inc("scheduler/dequeued")
-        return request
+        entry = self.state.pop()
+        if entry is None:
+            return None
+        self._inc("scheduler/dequeued")
+        return self._foreign.pop(entry.url, None) or self.spider.request_for(entry)
 
     def _inc(self, key: str) -> None:
-        if self.stats is not None:
-            self.stats.inc_value(key)
+        self.stats.inc_value(key)

@@ -100,11 +100,11 @@ class Crawl:
         return [r.url for r in self.records]
 
     def files(self) -> list[str]:
-        """Mirror files, relative to the repository, sorted (the index itself excluded)."""
+        """Mirror files, relative to the repository, sorted (the index and the crawl state excluded)."""
         return sorted(
             str(p.relative_to(self.repository))
             for p in self.repository.rglob("*")
-            if p.is_file() and p.name != "index.txt"
+            if p.is_file() and p.name != "index.txt" and ".tarantula" not in p.parts
         )
 
 

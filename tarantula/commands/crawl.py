@@ -2,24 +2,46 @@
 
 For the ``tarantula`` spider the configuration file is parsed here, before any request: a bad file
 prints one ``FILE:LINE:COL: error: ...`` line per problem and exits with status 2, with no
-traceback. After the crawl the summary is printed, and the exit status is 1 when Tarantula's own
-code logged an error (Scrapy alone would exit 0). Other spiders run as with Scrapy's command.
+traceback. When the last crawl of the repository is complete and its ``period`` has not passed, it
+says when the next recrawl is due and exits 0 without fetching anything. After the crawl the
+summary is printed, and the exit status is 1 when Tarantula's own code logged an error (Scrapy
+alone would exit 0). Other spiders run as with Scrapy's command.
 """
 
 from __future__ import annotations
 
 import sys
+import time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.core.config import ConfigError, load_config
+from tarantula.core.config import ConfigError, CrawlConfig, load_config
+from tarantula.core.state import CrawlState
 from tarantula.extensions.summary import CrawlSummary
-from tarantula.spiders.tarantula import TarantulaSpider
+from tarantula.spiders.tarantula import TarantulaSpider, state_path
 
 if TYPE_CHECKING:
     import argparse
+
+
+def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
+    """A sentence saying when the next recrawl is due, when the last crawl is complete and the
+    period has not passed yet; None when there is work to do (SPEC 8)."""
+    last = CrawlState.last_run_of(state_path(config))
+    if last is None or not last.complete:
+        return None
+    due = last.started + config.period * 3600
+    if (time.time() if now is None else now) >= due:
+        return None
+
+    def when(t: float) -> str:
+        return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+
+    return (f"The crawl in {config.repository} is complete (started {when(last.started)}); "
+            f"the next recrawl is due at {when(due)} (period {config.period:g} h). Nothing to do.")  # fmt: skip
 
 
 class Command(ScrapyCrawlCommand):
@@ -36,6 +58,10 @@ class Command(ScrapyCrawlCommand):
         except ConfigError as exc:
             print(exc, file=sys.stderr)
             self.exitcode = 2
+            return
+        waiting = recrawl_wait(config)
+        if waiting:
+            print(waiting)
             return
         crawler = self._create_crawler(TarantulaSpider.name)
         self.crawler_process.crawl(crawler, **opts.spargs, config=config)

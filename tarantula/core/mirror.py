@@ -160,12 +160,13 @@ def store_path(repository: Path, relpath: PurePosixPath) -> Path:
     return parent / target.name
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Write ``data`` to ``path`` so that a crash never leaves a half-written file there.
 
     Parent folders are created; the data goes to a temporary file in the same folder, is synced
-    to disk and renamed over ``path``. Raises :class:`UnsafePath` if an existing parent is not a
-    folder or ``path`` is a folder.
+    to disk (unless ``sync`` is false: the caller syncs many files at once) and renamed over
+    ``path``. Raises :class:`UnsafePath` if an existing parent is not a folder or ``path`` is a
+    folder.
     """
     path = Path(path)
     folder = path.parent
@@ -186,12 +187,15 @@ def write_atomic(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
             stream.flush()
-            os.fsync(stream.fileno())
+            if sync:
+                os.fsync(stream.fileno())
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
+    if not sync:
+        return
     # Sync the folder too, so that the rename itself survives a crash.
     dir_fd = os.open(folder, os.O_RDONLY)
     try:

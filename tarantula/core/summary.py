@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+RUN_KINDS = {"crawl": "Crawl", "resume": "Resumed crawl", "recrawl": "Recrawl"}
+
 
 def _breakdown(stats: Mapping[str, Any], prefix: str) -> tuple[int, str]:
     counts = {k[len(prefix) :]: int(v) for k, v in stats.items() if k.startswith(prefix) and v}
@@ -31,8 +33,9 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str) ->
     """A few lines saying what the crawl did; ``errors`` are Tarantula's own errors, one line each."""
     failures, failure_detail = _breakdown(stats, "tarantula/failures/")
     filtered, filtered_detail = _breakdown(stats, "tarantula/filtered/")
+    kind = next((k for k in RUN_KINDS if stats.get(f"tarantula/run/{k}")), "crawl")
     lines = [
-        f"Crawl finished ({stats.get('finish_reason', 'unknown')}) in "
+        f"{RUN_KINDS[kind]} finished ({stats.get('finish_reason', 'unknown')}) in "
         f"{float(stats.get('elapsed_time_seconds', 0)):.1f} s",
         f"  documents stored {stats.get('tarantula/documents/stored', 0):>5}  (index: {index})",
         f"  responses fetched {stats.get('response_received_count', 0):>4}",
@@ -41,5 +44,11 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str) ->
         f"  links filtered {filtered:>7}{filtered_detail}",
         f"  errors {len(errors):>15}",
     ]
+    if kind == "recrawl" or any(k.startswith("tarantula/recrawl/") for k in stats):
+        counts = {
+            k: int(stats.get(f"tarantula/recrawl/{k}", 0))
+            for k in ("unchanged", "changed", "removed", "new")
+        }
+        lines.insert(2, "  recrawl            " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     lines += [f"    {e}" for e in errors]
     return "\n".join(lines)

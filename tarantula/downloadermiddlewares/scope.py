@@ -38,11 +38,11 @@ class ScopeMiddleware:
         return cls(rules, crawler.stats)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        if (
-            request.meta.get("dont_obey_robotstxt")
-            or request.meta.get("tarantula_url") == request.url
-        ):
-            return  # robots.txt itself, or a request the spider built and checked
+        meta = request.meta
+        if meta.get("dont_obey_robotstxt"):
+            return  # robots.txt itself
+        if meta.get("tarantula_url") == request.url and "redirect_urls" not in meta:
+            return  # a link the spider checked already
         verdict = self.rules.check(request.url)
         rule = verdict.rule
         if rule is None and not self.rules.worth_fetching(verdict.url or request.url):

@@ -1,13 +1,17 @@
 """Stores accepted documents in the mirror (SPEC 7.1) and holds the crawl to max-page-number.
 
-The mirror path of a document follows its URL (:func:`tarantula.core.mirror.mirror_relpath`); the
-file is written atomically. Two URLs can map to the same name (``/about`` served as HTML and
-``/about.html``): the second one gets the hash of its URL before its extension, so no document
-overwrites another's copy.
+The mirror path of a document follows its URL (:func:`tarantula.core.mirror.mirror_relpath`). Two
+URLs can map to the same name (``/about`` served as HTML and ``/about.html``): the second one gets
+the hash of its URL before its extension, so no document overwrites another's copy. Files are
+written atomically (temporary file, rename); they are synced to disk in one go before the crawl
+state records them (:meth:`tarantula.core.state.CrawlState.commit`) rather than one by one.
 
-max-page-number is exact: the item reactor thread runs pipelines one item at a time, so counting
-here, where a document is committed, never lets an extra one through whatever ``threads`` is. When
-the count is reached the spider is closed with reason ``max-page-number``.
+A document already stored (a recrawl) keeps its path; when its content did not change (same MD5)
+nothing is written and it counts as unchanged.
+
+max-page-number is exact: items pass the pipelines one at a time on the reactor thread, so
+counting here, where a new document is committed, never lets an extra one through whatever
+``threads`` is. When the count is reached the spider is closed with reason ``max-page-number``.
 
 Stats: ``tarantula/documents/stored``, ``tarantula/documents/unsafe-path``,
 ``tarantula/documents/over-limit``.
@@ -15,8 +19,9 @@ Stats: ``tarantula/documents/stored``, ``tarantula/documents/unsafe-path``,
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import DropItem, NotConfigured
@@ -29,50 +34,64 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
+    from tarantula.spiders.tarantula import TarantulaSpider
+
 logger = logging.getLogger(__name__)
 
 
 class MirrorPipeline:
-    def __init__(self, crawler: Crawler, repository: Path, limit: int) -> None:
+    def __init__(self, crawler: Crawler, spider: TarantulaSpider) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.repository = repository
-        self.limit = limit if limit > 0 else 0
+        self.state = spider.state
+        self.repository = spider.config.repository
+        self.limit = max(spider.config.max_page_number, 0)
         self.stored = 0
-        self.owners: dict[PurePosixPath, str] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MirrorPipeline:
-        config = getattr(crawler.spider, "config", None)
-        if config is None:
-            raise NotConfigured("the spider has no Tarantula configuration")
-        return cls(crawler, config.repository, config.max_page_number)
+        if getattr(crawler.spider, "state", None) is None:
+            raise NotConfigured("the mirror pipeline needs the tarantula spider")
+        return cls(crawler, crawler.spider)  # type: ignore[arg-type]
 
     def open_spider(self, spider: Spider | None = None) -> None:
         self.repository.mkdir(parents=True, exist_ok=True)
+        self.stored = self.state.document_count()
 
     def process_item(self, item: object, spider: Spider | None = None) -> object:
-        if not isinstance(item, Document):
+        if not isinstance(item, Document) or item.unchanged:
             return item
-        if self.limit and self.stored >= self.limit:
+        md5 = hashlib.md5(item.body, usedforsecurity=False).hexdigest()
+        existing = self.state.document(item.url)
+        if existing is not None and existing.md5 == md5:
+            item.status, item.unchanged, item.path, item.md5 = "unchanged", True, existing.path, md5
+            return item
+        if existing is None and self.limit and self.stored >= self.limit:
             self.stats.inc_value("tarantula/documents/over-limit")
+            self.state.finish(item.url, "over-limit")
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
-        relpath = mirror_relpath(item.url, item.type)
-        owner = self.owners.setdefault(relpath, item.url)
-        if owner != item.url:
-            relpath = disambiguate(relpath, item.url)
-            self.owners[relpath] = item.url
+        relpath = PurePosixPath(existing.path) if existing is not None else self._free_path(item)
         try:
-            write_atomic(store_path(self.repository, relpath), item.body)
+            write_atomic(store_path(self.repository, relpath), item.body, sync=False)
         except (UnsafePath, OSError) as exc:
             self.stats.inc_value("tarantula/documents/unsafe-path")
+            self.state.finish(item.url, "unsafe-path")
             logger.warning("Not stored %s: %s", item.url, exc)
             raise DropItem(f"cannot store safely: {exc}") from exc
-        item.path = relpath.as_posix()
-        self.stored += 1
+        self.state.files_written = True
+        item.path, item.md5 = relpath.as_posix(), md5
+        item.status = "new" if existing is None else "changed"
         self.stats.inc_value("tarantula/documents/stored")
         logger.info("Stored %s as %s", item.url, item.path)
-        if self.limit and self.stored >= self.limit and self.crawler.engine:
-            logger.info("max-page-number (%d) reached: closing", self.limit)
-            _schedule_coro(self.crawler.engine.close_spider_async(reason="max-page-number"))
+        if existing is None:
+            self.stored += 1
+            if self.limit and self.stored >= self.limit and self.crawler.engine:
+                logger.info("max-page-number (%d) reached: closing", self.limit)
+                _schedule_coro(self.crawler.engine.close_spider_async(reason="max-page-number"))
         return item
+
+    def _free_path(self, item: Document) -> PurePosixPath:
+        """The document's mirror path, made distinct when another URL's copy holds that name."""
+        relpath = mirror_relpath(item.url, item.type)
+        owner = self.state.path_owner(relpath.as_posix())
+        return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)

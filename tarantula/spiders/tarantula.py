@@ -1,22 +1,29 @@
 """The one generic spider: configuration in, seed requests out; each response in, links and a document out.
 
 ``scrapy crawl tarantula -a conf=PATH`` reads the configuration (SPEC 2), turns it into the crawl's
-Scrapy settings, and yields the seeds. For every response it:
+Scrapy settings and opens the crawl state in the repository (:mod:`tarantula.core.state`), which
+decides whether this run is a fresh crawl, a resume or a recrawl. For every response it:
 
 1. works out the document's type, encoding and title (SPEC 7.2);
 2. if it is HTML, extracts its links in document order and runs each through the URL rules
    (normalization, length, scope, reject list) and robots.txt; those that pass are the document's
    link lines, and those never seen before, worth fetching, become requests;
 3. if the document is accepted (SPEC 5), yields a :class:`~tarantula.items.Document` for the
-   mirror and index pipelines. Pages that are not accepted are parsed but not stored.
+   mirror and index pipelines, which mark its URL done in the state; otherwise it marks the URL
+   done itself. Pages that are not accepted are parsed but not stored.
 
-Stats: ``tarantula/filtered/<rule>`` per link dropped, ``tarantula/pages/parsed``,
-``tarantula/pages/not-accepted``.
+In a recrawl, requests for stored documents carry ``If-Modified-Since`` / ``If-None-Match``; a 304
+keeps the stored copy (whose links are followed again), a 404 or 410 removes copy and record.
+
+Stats: ``tarantula/filtered/<rule>`` per link dropped, ``tarantula/failures/<kind>``,
+``tarantula/pages/parsed``, ``tarantula/pages/not-accepted``, ``tarantula/recrawl/removed``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,9 +39,11 @@ from tarantula.core.document import doc_type, encoding_label, is_text, parse_htm
 from tarantula.core.filters import extension
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
+from tarantula.core.state import CrawlState, Entry, Run, dfs_path
 from tarantula.core.urls import file_name, join_url, url_md5
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
+from tarantula.pipelines.index import INDEX_NAME
 from tarantula.resolver import add_mappings
 
 if TYPE_CHECKING:
@@ -42,6 +51,13 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
+
+STATE_FOLDER = ".tarantula"
+STATE_NAME = "state.db"
+
+
+def state_path(config: CrawlConfig) -> Path:
+    return config.repository / STATE_FOLDER / STATE_NAME
 
 
 def _header(response: Response, name: str) -> str | None:
@@ -52,10 +68,15 @@ def _header(response: Response, name: str) -> str | None:
 class TarantulaSpider(Spider):
     name = "tarantula"
 
-    def __init__(self, config: CrawlConfig, **kwargs: Any) -> None:
+    def __init__(self, config: CrawlConfig, state: CrawlState | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.config = config
         self.rules = UrlRules(config)
+        self.state = (
+            state
+            if state is not None
+            else CrawlState(state_path(config), config.traversal_algorithm)
+        )
         self._robots: RobotsTxtMiddleware | None = None
 
     @classmethod
@@ -65,6 +86,8 @@ class TarantulaSpider(Spider):
             config = cls.load(kwargs.get("conf") or crawler.settings.get("TARANTULA_CONF"))
         crawler.settings.setdict(crawl_settings(config), priority="spider")
         add_mappings(config.resolve, config.resolve_only)
+        if crawler.settings.getbool("TARANTULA_STATE_IN_MEMORY") or os.environ.get("SCRAPY_CHECK"):
+            kwargs["state"] = CrawlState(None, config.traversal_algorithm)
         spider = super().from_crawler(crawler, *args, config=config, **kwargs)
         assert isinstance(spider, cls)
         return spider
@@ -78,38 +101,108 @@ class TarantulaSpider(Spider):
             return check_config()
         return load_config(conf)
 
+    # -- the run ---------------------------------------------------------------------------------
+
+    @property
+    def index_path(self) -> Path:
+        return self.config.repository / INDEX_NAME
+
+    def begin_run(self) -> Run:
+        """Open this run in the state (the scheduler calls it when the crawl opens)."""
+        state = self.state
+        run = state.begin()
+        if state.path is None:  # in memory: no files
+            return run
+        self.config.repository.mkdir(parents=True, exist_ok=True)
+        state.sync_folder = self.config.repository
+        state.index_path = self.index_path
+        if run.kind == "crawl":
+            self.index_path.write_bytes(b"")
+        elif run.kind == "resume":
+            state.rewrite_index(self.index_path)  # drops anything a crash left past the state
+        # A first crawl grows the index as documents are committed; a recrawl rewrites it at its end.
+        state.append_index = run.generation == 1
+        logger.info("Run %d: %s (generation %d)", run.id, run.kind, run.generation)
+        return run
+
+    def end_run(self, reason: str) -> None:
+        """Close this run in the state (the scheduler calls it when the crawl closes)."""
+        state = self.state
+        state.end(reason)
+        if state.generation > 1 and state.path is not None:
+            count = state.rewrite_index(self.index_path)
+            logger.info("Index rewritten: %d records", count)
+        state.close()
+
     async def start(self) -> AsyncIterator[Any]:
+        """The seeds (in a resume they are known already, and the scheduler drops them)."""
         for number, seed in enumerate(self.config.starting_points):
             verdict = self.rules.check(seed)
             if verdict.url is None or not verdict.passed:
                 logger.warning("Seed %s is not crawled: rule %s", seed, verdict.rule)
                 continue
-            yield self._request(verdict.url, seed, (number,))
+            yield self._request(verdict.url, seed, 0, (number,))
 
-    def _request(self, url: str, original: str, path: tuple[int, ...]) -> Request:
-        meta: dict[str, Any] = {"tarantula_url": url, "tarantula_origin": original}
-        if self.rules.traversal == "dfs":
+    def request_for(self, entry: Entry) -> Request:
+        """The request for a URL handed out by the frontier."""
+        meta: dict[str, Any] = {
+            "tarantula_url": entry.url,
+            "tarantula_origin": entry.original,
+            "depth": entry.depth,
+        }
+        if self.state.dfs:
+            meta["tarantula_path"] = dfs_path(entry.key)
+        if entry.extra:
+            meta.update(json.loads(entry.extra))
+        headers = {}
+        if self.state.generation > 1 and (doc := self.state.document(entry.url)) is not None:
+            if doc.last_modified:
+                headers["If-Modified-Since"] = doc.last_modified
+            if doc.etag:
+                headers["If-None-Match"] = doc.etag
+            meta["handle_httpstatus_list"] = [304]
+        return Request(
+            entry.url, callback=self.parse, errback=self.failed, meta=meta, headers=headers
+        )
+
+    def _request(self, url: str, original: str, depth: int, path: tuple[int, ...]) -> Request:
+        """A request for a link found in a page (the scheduler turns it into a frontier entry)."""
+        meta: dict[str, Any] = {"tarantula_url": url, "tarantula_origin": original, "depth": depth}
+        if self.state.dfs:
             meta["tarantula_path"] = path
         return Request(url, callback=self.parse, errback=self.failed, meta=meta)
 
     def failed(self, failure: Failure) -> None:
         """Count and log a request that brought no document: an HTTP error or a network fault."""
+        request = getattr(failure, "request", None)
+        url = request.meta.get("tarantula_url", request.url) if request is not None else None
         if isinstance(failure.value, HttpError):
             response = failure.value.response
             kind = f"http-{response.status}"
             logger.info("HTTP %s for %s", response.status, response.url)
+            if response.status in (404, 410) and url is not None:
+                self._remove(url, response.status)
         elif failure.check(IgnoreRequest):
-            return  # filtered: counted by the rule that refused it
+            if url is not None:
+                self.state.finish(url, "filtered")
+            return  # counted by the rule that refused it
         else:
-            request = getattr(failure, "request", None)
             kind = failure.type.__name__ if failure.type else "unknown"
-            logger.warning(
-                "Failed %s: %s: %s",
-                request.url if request else "?",
-                kind,
-                failure.getErrorMessage(),
-            )
+            logger.warning("Failed %s: %s: %s", url or "?", kind, failure.getErrorMessage())
         self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
+        if url is not None:
+            self.state.finish(url, kind)
+
+    def _remove(self, url: str, status: int) -> None:
+        """A stored document is gone from the web: remove its copy and its record."""
+        doc = self.state.remove(url)
+        if doc is None:
+            return
+        (self.config.repository / doc.path).unlink(missing_ok=True)
+        self.crawler.stats.inc_value("tarantula/recrawl/removed")
+        logger.info("Removed %s (HTTP %d) and its copy %s", url, status, doc.path)
+
+    # -- responses -------------------------------------------------------------------------------
 
     @property
     def robots(self) -> RobotsTxtMiddleware | None:
@@ -134,6 +227,10 @@ class TarantulaSpider(Spider):
         url = meta.get("tarantula_url") or response.url
         if "redirect_urls" in meta:
             url = self.rules.normalize(response.url)
+        if response.status == 304:
+            async for output in self._unchanged(response, url):
+                yield output
+            return
         content_type = _header(response, "Content-Type")
         name = file_name(origin(url).path)
         dtype = doc_type(content_type, extension(name))
@@ -148,15 +245,14 @@ class TarantulaSpider(Spider):
         if dtype == "html" and text and text_response is not None:
             page = parse_html(text_response.text)
             title = page.title
-            base = join_url(response.url, page.base) if page.base else response.url
-            self.crawler.stats.inc_value("tarantula/pages/parsed")
-            async for item in self._follow(response, base, page.links, links):
-                yield item
+            async for request in self._follow(response, page.base, page.links, links):
+                yield request
         elif dtype == "pdf":
             title = pdf_title(response.body)
 
         if not accepted:
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
+            self.state.finish(url, "not-accepted")
             return
         yield Document(
             url=url,
@@ -167,21 +263,36 @@ class TarantulaSpider(Spider):
             type=dtype,
             last_modified=_header(response, "Last-Modified"),
             server_date=_header(response, "Date"),
+            etag=_header(response, "ETag"),
             links=links,
             body=response.body,
         )
 
-    async def _follow(
-        self,
-        response: Response,
-        base: str,
-        hrefs: list[tuple[str, str]],
-        listed: list[tuple[str, str]],
-    ) -> AsyncIterator[Request]:
+    async def _unchanged(self, response: Response, url: str) -> AsyncIterator[Any]:
+        """A 304 in a recrawl: keep the stored copy, and follow its links again from it."""
+        doc = self.state.document(url)
+        if doc is None:  # the state lost it meanwhile: nothing to keep, nothing to follow
+            self.state.finish(url, "unchanged")
+            return
+        fields = doc.record.split("\n", 1)[0].split("\t")
+        if fields[5] == "html":
+            body = (self.config.repository / doc.path).read_bytes()
+            encoding = fields[4] if fields[4] != "-" else "utf-8"
+            page = parse_html(body.decode(encoding, "replace"))
+            async for request in self._follow(response, page.base, page.links, []):
+                yield request
+        yield Document(url=url, original_url=fields[2], url_md5=fields[0], title=None, encoding=None,
+                       type=fields[5], last_modified=doc.last_modified, server_date=None, unchanged=True)  # fmt: skip
+
+    async def _follow(self, response: Response, base_href: str | None, hrefs: list[tuple[str, str]],
+                      listed: list[tuple[str, str]]) -> AsyncIterator[Request]:  # fmt: skip
         """Check each link; append those that pass to ``listed``; yield requests for new ones."""
+        self.crawler.stats.inc_value("tarantula/pages/parsed")
+        base = join_url(response.url, base_href) if base_href else response.url
         stats = self.crawler.stats
         robots = self.robots
         path = response.meta.get("tarantula_path", ())
+        depth = response.meta.get("depth", 0) + 1
         queued: set[str] = set()
         for number, (href, anchor) in enumerate(hrefs):
             absolute = join_url(base, href)
@@ -203,4 +314,4 @@ class TarantulaSpider(Spider):
                 logger.debug("Link not fetched (not-accepted): %s", link)
                 continue
             queued.add(link)
-            yield self._request(link, absolute, (*path, number))
+            yield self._request(link, absolute, depth, (*path, number))

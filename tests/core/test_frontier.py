@@ -1,28 +1,29 @@
-"""Crawl order and dedup of the frontier (SPEC 6)."""
+"""Crawl order and dedup of the frontier in the crawl state (SPEC 6)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tarantula.core.frontier import Frontier
+from tarantula.core.state import CrawlState, dfs_key, dfs_path
 
 
 def walk(traversal: str, graph: dict[str, list[str]], seeds: list[str]) -> list[str]:
-    """Simulate a one-thread crawl: pop a page, push its links, repeat."""
-    f: Frontier[str] = Frontier(traversal)
-    paths: dict[str, tuple[int, ...]] = {}
-    for i, s in enumerate(seeds):
-        f.push(s, s, depth=0, path=(i,))
-        paths[s] = (i,)
-    depth = dict.fromkeys(seeds, 0)
+    """Simulate a one-thread crawl: lease a page, push its links, mark it done, repeat."""
+    state = CrawlState(None, traversal)
+    state.begin()
+    for number, seed in enumerate(seeds):
+        state.push(seed, seed, 0, dfs_key((number,)) if traversal == "dfs" else None)
     order = []
-    while (page := f.pop()) is not None:
-        order.append(page)
-        for i, link in enumerate(graph.get(page, [])):
-            if f.push(link, link, depth=depth[page] + 1, path=(*paths[page], i)):
-                depth[link] = depth[page] + 1
-                paths[link] = (*paths[page], i)
+    while (entry := state.pop()) is not None:
+        order.append(entry.url)
+        path = dfs_path(entry.key)
+        for i, link in enumerate(graph.get(entry.url, [])):
+            state.push(
+                link, link, entry.depth + 1, dfs_key((*path, i)) if traversal == "dfs" else None
+            )
+        state.finish(entry.url, "stored")
+    state.close()
     return order
 
 
@@ -76,12 +77,15 @@ def test_orders_match_reference_walks(graph, seeds):
     assert walk("bfs", graph, seeds) == bfs(graph, seeds)
 
 
-def test_handed_out_once_and_forget_allows_retry():
-    f: Frontier[str] = Frontier("bfs")
-    assert f.push("u", "first", depth=0)
-    assert not f.push("u", "again", depth=0)
-    assert f.pop() == "first"
-    assert f.seen("u") and not f.push("u", "later", depth=1)
-    f.forget("u")
-    assert f.push("u", "retry", depth=1) and f.pop() == "retry"
-    assert f.pop() is None and len(f) == 0
+def test_handed_out_once_and_requeue_for_a_retry():
+    state = CrawlState(None, "bfs")
+    state.begin()
+    assert state.push("u", "u", 0)
+    assert not state.push("u", "u", 0)
+    entry = state.pop()
+    assert entry is not None and entry.url == "u"
+    assert state.seen("u") and not state.push("u", "u", 1)
+    state.requeue("u", "u", 1)
+    again = state.pop()
+    assert again is not None and again.url == "u"
+    assert state.pop() is None and state.pending() == 0

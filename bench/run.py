@@ -1,0 +1,750 @@
+"""Timed crawls of a generated web: Tarantula against a bare Scrapy spider (and GNU wget).
+
+    python -m bench.run --preset small --runs 3          # nginx; Tarantula and bare Scrapy
+    python -m bench.run --preset small --runs 3 --wget   # ... and wget --recursive
+    python -m bench.run --preset tiny --runs 1 --no-nginx
+    python -m bench.run --preset latency --runs 1        # 200 ms per answer; Tarantula vs wget
+    python -m bench.run --memory                         # Tarantula's peak RSS on small and large
+
+One invocation generates the web for a free port on 127.0.0.1, starts one server (nginx, or the
+asyncio server of :mod:`bench.servers`) and runs every crawler once per run against it, one after
+the other. Each crawler is a child process measured on its own (``os.wait4``): wall time, user+sys
+CPU seconds, peak RSS. Fetched URLs are compared with the manifest. The per-run table and the
+medians are printed and written to ``bench/results/<preset>-<timestamp>.md``.
+
+Every host name of the web is mapped to 127.0.0.1 by Tarantula's resolver (the config's ``resolve``
+keys for Tarantula, the project's ``TWISTED_DNS_RESOLVER`` for the bare spider); wget, which has no
+such setting, sends every request to the server as to an HTTP proxy. Nothing but 127.0.0.1 is
+contacted, and no system file is changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.generate import DOMAIN, PRESETS, generate
+from bench.servers import LatencyServer, Nginx, free_port, nginx_binary, nginx_version
+
+PROJECT = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+BASELINE_SPIDER = BENCH / "baseline_spider.py"
+RESULTS = BENCH / "results"
+RESOLVE = f"*.{DOMAIN}=127.0.0.1"
+CONCURRENCY = 16
+LATENCY_DELAY = 0.2
+CRAWLERS = ("tarantula", "scrapy", "wget")
+_PROXY_VARIABLES = {"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"}
+
+
+# --- measuring one child ------------------------------------------------------------------------
+
+
+@dataclass
+class Measured:
+    status: int | str  # exit status, or "timeout"
+    wall: float
+    cpu: float  # user + sys seconds of the child
+    rss_mb: float  # the child's peak resident set size
+
+
+def child_env() -> dict[str, str]:
+    """The harness's environment without proxy settings or a Scrapy project of its own."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in _PROXY_VARIABLES and not k.startswith("SCRAPY_")
+    }
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), env.get("PYTHONPATH")]))
+    return env
+
+
+def measure(command: list[str], cwd: Path, out: Path, timeout: float) -> Measured:
+    """Run ``command`` with stdout and stderr to ``out``; time it and read its rusage."""
+    with open(out, "wb") as log:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=child_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        expired = threading.Event()
+
+        def kill() -> None:
+            expired.set()
+            os.killpg(process.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Measured(
+        status="timeout" if expired.is_set() else process.returncode,
+        wall=wall,
+        cpu=usage.ru_utime + usage.ru_stime,
+        rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+    )
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    crawler: str
+    run: int
+    pages: int  # documents fetched, robots.txt excluded
+    wall: float
+    cpu: float
+    rss_mb: float
+    complete: float  # fraction of the manifest's URLs fetched
+    status: int | str
+    notes: list[str] = field(default_factory=list)
+    vs_scrapy: float | None = None
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.wall if self.wall else 0.0
+
+    @property
+    def cpu_per_1k(self) -> float:
+        return 1000 * self.cpu / self.pages if self.pages else float("nan")
+
+
+COLUMNS = (
+    "crawler",
+    "run",
+    "pages",
+    "wall s",
+    "pages/s",
+    "CPU s",
+    "CPU s / 1k pages",
+    "peak RSS MB",
+    "complete",
+    "pages/s vs Scrapy",
+    "exit",
+)
+
+
+def _row(r: Result, run: str) -> list[str]:
+    return [
+        r.crawler,
+        run,
+        f"{r.pages}",
+        f"{r.wall:.1f}",
+        f"{r.pages_per_s:.1f}",
+        f"{r.cpu:.1f}",
+        f"{r.cpu_per_1k:.2f}",
+        f"{r.rss_mb:.0f}",
+        f"{100 * r.complete:.1f}%",
+        "-" if r.vs_scrapy is None else f"{r.vs_scrapy:.2f}",
+        f"{r.status}",
+    ]
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join("---" for _ in COLUMNS) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+@dataclass
+class Median:
+    """The median of each column over the runs of one crawler (ratios included)."""
+
+    result: Result
+    pages_per_s: float  # the median of the runs' pages/s, not the ratio of two medians
+    cpu_per_1k: float
+
+
+def medians(results: list[Result]) -> list[Median]:
+    out = []
+    for crawler in dict.fromkeys(r.crawler for r in results):
+        rs = [r for r in results if r.crawler == crawler]
+        ratios = [r.vs_scrapy for r in rs if r.vs_scrapy is not None]
+        median = Result(
+            crawler=crawler,
+            run=0,
+            pages=round(statistics.median(r.pages for r in rs)),
+            wall=statistics.median(r.wall for r in rs),
+            cpu=statistics.median(r.cpu for r in rs),
+            rss_mb=statistics.median(r.rss_mb for r in rs),
+            complete=statistics.median(r.complete for r in rs),
+            status=",".join(sorted({str(r.status) for r in rs})),
+            vs_scrapy=statistics.median(ratios) if ratios else None,
+        )
+        pps = statistics.median(r.pages_per_s for r in rs)
+        cpk = statistics.median(r.cpu_per_1k for r in rs)
+        out.append(Median(median, pps, cpk))
+    return out
+
+
+def median_rows(results: list[Result], runs: int) -> list[list[str]]:
+    rows = []
+    for m in medians(results):
+        row = _row(m.result, f"median of {runs}")
+        row[4], row[6] = f"{m.pages_per_s:.1f}", f"{m.cpu_per_1k:.2f}"
+        rows.append(row)
+    return rows
+
+
+# --- the crawlers -------------------------------------------------------------------------------
+
+
+@dataclass
+class Web:
+    folder: Path
+    manifest: dict[str, Any]
+    port: int
+
+    @property
+    def urls(self) -> set[str]:
+        return set(self.manifest["urls"])
+
+    @property
+    def seed(self) -> str:
+        return str(self.manifest["seed"])
+
+
+def completeness(fetched: set[str], web: Web) -> tuple[float, list[str]]:
+    wanted = web.urls
+    missing = sorted(wanted - fetched)
+    return (len(wanted) - len(missing)) / len(wanted), missing
+
+
+def _missing_notes(crawler: str, missing: list[str], web: Web) -> list[str]:
+    if not missing:
+        return []
+    kinds: dict[str, int] = {}
+    for url in missing:
+        host = url.split("/")[2].split(":")[0]
+        kind = "pdf" if url.endswith(".pdf") else "html"
+        kinds[f"{host} {kind}"] = kinds.get(f"{host} {kind}", 0) + 1
+    top = ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])[:6])
+    return [
+        f"{crawler}: {len(missing)} of {len(web.urls)} manifest URLs not fetched ({top}); "
+        f"first: {', '.join(missing[:3])}"
+    ]
+
+
+def _log_lines(text: str, levels: tuple[str, ...], limit: int = 5) -> list[str]:
+    found = [line for line in text.splitlines() if any(f" {lv}: " in line for lv in levels)]
+    return found[:limit]
+
+
+def write_tarantula_conf(folder: Path, web: Web, seeds: list[str]) -> Path:
+    seed_list = ", ".join(f'"{s}"' for s in seeds)
+    text = (
+        "# Generated by bench.run: a complete, impolite crawl of the synthetic web.\n"
+        "<crawler-options>\n"
+        f"starting-points = {{ {seed_list} }};\n"
+        "scope = domain-scope;\n"
+        f'repository = "{folder / "repository"}";\n'
+        "delay = 0;\n"
+        f"host-concurrency = {CONCURRENCY};\n"
+        "max-depth = 0;\n"
+        f'resolve = {{ "{RESOLVE}" }};\n'
+        "resolve-only = yes;\n"
+        "<logging>\n"
+        f'log-file = "{folder / "crawl.log"}";\n'
+        "log-level = 0;\n"
+        "<multithreading-options>\n"
+        f"threads = {CONCURRENCY};\n"
+    )
+    path = folder / "crawl.conf"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def index_urls(index: Path) -> list[str]:
+    """The normalized URL of every record line of Tarantula's index.txt."""
+    if not index.exists():
+        return []
+    urls = []
+    with open(index, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("\t") or not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) > 1:
+                urls.append(fields[1])
+    return urls
+
+
+def run_tarantula(folder: Path, web: Web, run: int, timeout: float, seeds: list[str]) -> Result:
+    folder.mkdir(parents=True)
+    conf = write_tarantula_conf(folder, web, seeds)
+    command = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
+    m = measure(command, PROJECT, folder / "output.txt", timeout)
+    urls = index_urls(folder / "repository" / "index.txt")
+    fraction, missing = completeness(set(urls), web)
+    notes = _missing_notes("tarantula", missing, web)
+    if m.status != 0:
+        notes.append(f"tarantula: exit status {m.status}")
+    log = folder / "crawl.log"
+    log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    output = (folder / "output.txt").read_text(encoding="utf-8", errors="replace")
+    if missing or m.status != 0:
+        problems = _log_lines(log_text + "\n" + output, ("ERROR", "WARNING", "CRITICAL"))
+        notes += [f"tarantula log: {line}" for line in problems]
+        summary = [line.strip() for line in output.splitlines() if line.startswith(("Crawl", "  "))]
+        if summary:
+            notes.append("tarantula summary: " + "; ".join(summary[:8]))
+    return Result("tarantula", run, len(urls), m.wall, m.cpu, m.rss_mb, fraction, m.status, notes)
+
+
+def run_scrapy(folder: Path, web: Web, run: int, timeout: float) -> Result:
+    folder.mkdir(parents=True)
+    url_log, log = folder / "urls.txt", folder / "scrapy.log"
+    settings = {
+        "LOG_LEVEL": "INFO",
+        "LOG_FILE": str(log),
+        "ROBOTSTXT_OBEY": "True",
+        "CONCURRENT_REQUESTS": str(CONCURRENCY),
+        "CONCURRENT_REQUESTS_PER_DOMAIN": str(CONCURRENCY),
+        "DOWNLOAD_DELAY": "0",
+        "TELNETCONSOLE_ENABLED": "False",
+        "REMOTE_CONTROL_ENABLED": "False",
+        "HTTPPROXY_ENABLED": "False",
+        "TWISTED_DNS_RESOLVER": "tarantula.resolver.MappedResolver",
+        "TARANTULA_RESOLVE": RESOLVE,
+        "TARANTULA_RESOLVE_ONLY": "True",
+        "BENCH_URL_LOG": str(url_log),
+    }
+    command = [sys.executable, "-m", "scrapy", "runspider", str(BASELINE_SPIDER)]
+    command += ["-a", f"seed={web.seed}"]
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    # The working folder is outside the project, so none of Tarantula's project settings apply.
+    m = measure(command, folder, folder / "output.txt", timeout)
+    lines = url_log.read_text(encoding="utf-8").splitlines() if url_log.exists() else []
+    fetched = [line.partition(" ")[2] for line in lines]
+    documents = [u for u in fetched if not u.endswith("/robots.txt")]
+    ok = {u for line, u in zip(lines, fetched, strict=True) if line.startswith("200 ")}
+    fraction, missing = completeness(ok, web)
+    notes = _missing_notes("scrapy", missing, web)
+    log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    stat = re.search(r"'response_received_count': (\d+)", log_text)
+    if stat and int(stat.group(1)) != len(fetched):
+        notes.append(f"scrapy: response_received_count {stat.group(1)}, URL log {len(fetched)}")
+    if "'BOT_NAME': 'tarantula'" in log_text:
+        notes.append("scrapy: Tarantula's project settings were loaded")
+    dupes = len(documents) - len(set(documents))
+    if dupes:
+        notes.append(
+            f"scrapy: {dupes} URL(s) fetched twice (CrawlSpider's start URL is dont_filter)"
+        )
+    if m.status != 0 or (stat is None and m.status != "timeout"):
+        notes += [f"scrapy log: {line}" for line in _log_lines(log_text, ("ERROR", "CRITICAL"))]
+    return Result("scrapy", run, len(documents), m.wall, m.cpu, m.rss_mb, fraction, m.status, notes)
+
+
+_WGET_URL = re.compile(r"URL:\s*(\S+)")
+
+
+def run_wget(folder: Path, web: Web, run: int, timeout: float) -> Result:
+    folder.mkdir(parents=True)
+    log = folder / "wget.log"
+    command = [
+        "wget",
+        "--no-config",
+        "-r",
+        "-l",
+        "inf",
+        "-np",
+        "--no-verbose",
+        "-e",
+        "robots=on",
+        "-H",
+        "-D",
+        DOMAIN,
+        "-e",
+        "use_proxy=yes",
+        "-e",
+        f"http_proxy=127.0.0.1:{web.port}",
+        "-P",
+        str(folder / "mirror"),
+        "-o",
+        str(log),
+        web.seed,
+    ]
+    m = measure(command, folder, folder / "output.txt", timeout)
+    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    fetched = [match.group(1) for match in _WGET_URL.finditer(text)]
+    documents = [u for u in fetched if not u.endswith("/robots.txt")]
+    fraction, missing = completeness(set(documents), web)
+    notes = _missing_notes("wget", missing, web)
+    if m.status != 0:  # wget exits 8 when a server answered an error, as for a missing page
+        notes.append(f"wget: exit status {m.status}")
+    return Result("wget", run, len(documents), m.wall, m.cpu, m.rss_mb, fraction, m.status, notes)
+
+
+# --- the benchmark ------------------------------------------------------------------------------
+
+
+def _version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:  # the project itself, importable from its folder even when not installed
+        return str(importlib.import_module(name).__version__)
+    except (ImportError, AttributeError):
+        return "not installed"
+
+
+def _wget_version() -> str:
+    if shutil.which("wget") is None:
+        return "not installed"
+    first = subprocess.run(["wget", "--version"], capture_output=True, text=True).stdout
+    return first.split("\n", 1)[0].removeprefix("GNU Wget ").split(" ", 1)[0]
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _commit() -> str:
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT, capture_output=True, text=True
+        )
+    except OSError:
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
+def machine_lines() -> list[str]:
+    return [
+        f"- machine: {os.cpu_count()} cores ({_cpu_model()}), Linux {platform.release()}, "
+        f"Python {platform.python_version()}",
+        f"- Tarantula {_version('tarantula')} (commit {_commit()}), Scrapy {_version('scrapy')}, "
+        f"Twisted {_version('twisted')}, nginx {nginx_version()}, wget {_wget_version()}",
+    ]
+
+
+@contextmanager
+def serving(web: Web, kind: str, delay: float) -> Iterator[str]:
+    """Start the server; yields its description."""
+    if kind == "nginx":
+        with Nginx(web.folder, web.port) as server:
+            yield f"nginx {nginx_version()} ({server.workers} workers, sendfile, access log off)"
+    else:
+        with LatencyServer(web.folder, web.port, delay):
+            yield f"asyncio server ({delay * 1000:.0f} ms per answer, keep-alive)"
+
+
+def make_web(root: Path, preset: str, seed: int) -> Web:
+    port = free_port()
+    started = time.perf_counter()
+    manifest = generate(root / "web", preset, seed, port)
+    elapsed = time.perf_counter() - started
+    print(
+        f"generated {preset}: {len(manifest['hosts'])} hosts, "
+        f"{len(manifest['urls'])} URLs, {manifest['bytes']:,} bytes in {elapsed:.1f} s "
+        f"(seed {seed}, port {port})",
+        flush=True,
+    )
+    return Web(root / "web", manifest, port)
+
+
+def default_timeout(web: Web, delay: float) -> float:
+    return 300 + len(web.urls) * (0.05 + delay)
+
+
+Runner = Callable[[Path, Web, int, float], Result]
+
+
+def crawl_runs(
+    web: Web,
+    root: Path,
+    crawlers: list[str],
+    runs: int,
+    timeout: float,
+    tarantula_seeds: list[str],
+    keep: bool,
+) -> list[Result]:
+    runners: dict[str, Runner] = {
+        "tarantula": lambda f, w, r, t: run_tarantula(f, w, r, t, tarantula_seeds),
+        "scrapy": run_scrapy,
+        "wget": run_wget,
+    }
+    results: list[Result] = []
+    for run in range(1, runs + 1):
+        this_run: dict[str, Result] = {}
+        # Each run starts with the next crawler, so no crawler always goes first.
+        shift = (run - 1) % len(crawlers)
+        for crawler in crawlers[shift:] + crawlers[:shift]:
+            folder = root / f"run-{run}" / crawler
+            print(f"run {run}/{runs}: {crawler} ...", end=" ", flush=True)
+            result = runners[crawler](folder, web, run, timeout)
+            print(
+                f"{result.pages} pages in {result.wall:.1f} s ({result.pages_per_s:.1f}/s), "
+                f"complete {100 * result.complete:.1f}%, exit {result.status}",
+                flush=True,
+            )
+            this_run[crawler] = result
+            if not keep:  # the mirrors are large; the logs stay until the end
+                for mirror in ("repository", "mirror"):
+                    shutil.rmtree(folder / mirror, ignore_errors=True)
+        scrapy = this_run.get("scrapy")
+        for result in (this_run[c] for c in crawlers):
+            if scrapy is not None and scrapy.pages_per_s:
+                result.vs_scrapy = result.pages_per_s / scrapy.pages_per_s
+            results.append(result)
+    return results
+
+
+def report(
+    title: str,
+    header: list[str],
+    results: list[Result],
+    runs: int,
+    extra: list[str],
+) -> str:
+    notes = [note for r in results for note in r.notes]
+    parts = [
+        f"# {title}",
+        "",
+        *header,
+        "",
+        "## Runs",
+        "",
+        markdown_table([_row(r, str(r.run)) for r in results]),
+    ]
+    parts += ["", f"## Medians ({runs} run{'s' if runs > 1 else ''})", ""]
+    parts += [markdown_table(median_rows(results, runs))]
+    if extra:
+        parts += ["", *extra]
+    if notes:
+        parts += ["", "## Notes", "", *(f"- {n}" for n in dict.fromkeys(notes))]
+    return "\n".join(parts) + "\n"
+
+
+def write_report(text: str, name: str, results_dir: Path) -> Path:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def choose_server(args: argparse.Namespace) -> tuple[str, float, list[str]]:
+    """(server kind, delay, notes) for a run."""
+    if args.preset == "latency":
+        delay = LATENCY_DELAY if args.delay_ms is None else args.delay_ms / 1000
+        return "asyncio", delay, []
+    delay = 0.0 if args.delay_ms is None else args.delay_ms / 1000
+    if args.no_nginx or delay:
+        return "asyncio", delay, []
+    if nginx_binary() is None:
+        return "asyncio", 0.0, ["nginx is not installed: the asyncio server (0 ms) stood in"]
+    return "nginx", 0.0, []
+
+
+def benchmark(args: argparse.Namespace, root: Path) -> str:
+    preset = args.preset
+    crawlers = args.crawlers or (
+        ["tarantula", "scrapy", "wget"]
+        if preset == "latency" or args.wget
+        else ["tarantula", "scrapy"]
+    )
+    kind, delay, server_notes = choose_server(args)
+    if "wget" in crawlers and shutil.which("wget") is None:
+        crawlers.remove("wget")
+        server_notes.append("wget is not installed: skipped")
+    web = make_web(root, preset, args.seed)
+    seeds = [web.seed] if args.single_seed else list(web.manifest["host_roots"])
+    timeout = args.timeout or default_timeout(web, delay)
+    with serving(web, kind, delay) as server:
+        print(f"serving on 127.0.0.1:{web.port} with {server}", flush=True)
+        results = crawl_runs(web, root, crawlers, args.runs, timeout, seeds, args.keep)
+    spec = PRESETS[preset]
+    header = [
+        f"- web: preset `{preset}`, seed {args.seed}: {spec.hosts} hosts, {web.manifest['pages']} pages "
+        f"+ {web.manifest['pdfs']} PDFs = {len(web.urls)} URLs to fetch, "
+        f"{int(web.manifest['bytes']) / 1e6:.0f} MB",
+        f"- server: {server} on 127.0.0.1, on the same machine as the crawlers",
+        f"- Tarantula: threads {CONCURRENCY}, host-concurrency {CONCURRENCY}, delay 0, "
+        f"domain-scope, {len(seeds)} seed(s); bare Scrapy: CrawlSpider, CONCURRENT_REQUESTS "
+        f"and CONCURRENT_REQUESTS_PER_DOMAIN {CONCURRENCY}, robots.txt obeyed"
+        + (
+            "; wget: one connection, through the server as an HTTP proxy"
+            if "wget" in crawlers
+            else ""
+        ),
+        *machine_lines(),
+        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: `python -m bench.run "
+        f"{' '.join(args.argv)}`",
+    ]
+    extra = [f"- {note}" for note in server_notes]
+    if preset == "latency":
+        extra += latency_lines(results, web, delay)
+    text = report(f"Crawl benchmark: {preset}", header, results, args.runs, extra)
+    path = write_report(text, preset, args.results_dir)
+    return text + f"\n(written to {path})\n"
+
+
+def latency_lines(results: list[Result], web: Web, delay: float) -> list[str]:
+    lines = ["## Latency", ""]
+    by = {m.result.crawler: m.result for m in medians(results)}
+    ideal = len(web.urls) * delay / CONCURRENCY
+    tarantula = by.get("tarantula")
+    if tarantula is not None:
+        lines.append(
+            f"- ideal wall time with {CONCURRENCY} requests in flight: {len(web.urls)} URLs x "
+            f"{delay:g} s / {CONCURRENCY} = {ideal:.1f} s; Tarantula (median) {tarantula.wall:.1f} s, "
+            f"{tarantula.wall / ideal:.2f}x the ideal"
+        )
+    wget = by.get("wget")
+    if tarantula is not None and wget is not None and wget.wall and tarantula.wall:
+        speedup = (
+            (tarantula.pages / tarantula.wall) / (wget.pages / wget.wall)
+            if wget.pages
+            else float("nan")
+        )
+        lines.append(
+            f"- pages/s: Tarantula {tarantula.pages / tarantula.wall:.1f}, wget (one connection) "
+            f"{wget.pages / wget.wall:.1f}: Tarantula / wget = {speedup:.1f}"
+        )
+    return lines
+
+
+def memory(args: argparse.Namespace, root: Path) -> str:
+    """Tarantula's peak RSS on several presets (small and large by default) and their ratio."""
+    presets = args.memory_presets
+    results: list[Result] = []
+    header = []
+    server_desc = ""
+    for preset in presets:
+        args.preset = preset
+        kind, delay, notes = choose_server(args)
+        web = make_web(root / preset, preset, args.seed)
+        seeds = [web.seed] if args.single_seed else list(web.manifest["host_roots"])
+        timeout = args.timeout or default_timeout(web, delay)
+        with serving(web, kind, delay) as server:
+            server_desc = server
+            print(f"{preset}: serving on 127.0.0.1:{web.port} with {server}", flush=True)
+            rs = crawl_runs(web, root / preset, ["tarantula"], args.runs, timeout, seeds, args.keep)
+        for r in rs:
+            r.crawler = f"tarantula ({preset})"
+            r.notes += notes
+        results += rs
+        header.append(
+            f"- `{preset}`: {len(web.urls)} URLs, {int(web.manifest['bytes']) / 1e6:.0f} MB"
+        )
+        shutil.rmtree(root / preset / "web", ignore_errors=True)
+    header += [f"- server: {server_desc}", *machine_lines()]
+    by = [m.result for m in medians(results)]
+    extra = ["## Memory", ""]
+    a = by[0]
+    for b in by[1:]:
+        extra.append(
+            f"- peak RSS {b.crawler} / {a.crawler} = {b.rss_mb:.0f} / {a.rss_mb:.0f} MB = "
+            f"{b.rss_mb / a.rss_mb:.2f} (pages {b.pages / a.pages if a.pages else float('nan'):.1f}x)"
+        )
+    text = report("Tarantula memory", header, results, args.runs, extra)
+    path = write_report(text, "memory", args.results_dir)
+    return text + f"\n(written to {path})\n"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description="Timed crawls of a generated web on 127.0.0.1."
+    )
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each crawler [3]")
+    parser.add_argument("--seed", type=int, default=1, help="random seed of the web [1]")
+    parser.add_argument("--wget", action="store_true", help="also run GNU wget --recursive")
+    parser.add_argument(
+        "--no-nginx",
+        action="store_true",
+        help="serve with the asyncio server (0 ms) instead of nginx",
+    )
+    parser.add_argument(
+        "--delay-ms", type=float, help="serve with the asyncio server, this delay per answer"
+    )
+    parser.add_argument(
+        "--crawlers",
+        type=lambda s: [c for c in s.split(",") if c],
+        help=f"comma-separated subset of {','.join(CRAWLERS)}",
+    )
+    parser.add_argument("--memory", action="store_true", help="Tarantula's peak RSS on two presets")
+    parser.add_argument(
+        "--memory-presets",
+        type=lambda s: s.split(","),
+        default=["small", "large"],
+        help="presets for --memory [small,large]",
+    )
+    parser.add_argument(
+        "--single-seed",
+        action="store_true",
+        help="give Tarantula only the web's seed (domain-scope then keeps it on h00.bench.test)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, help="seconds per crawl [300 + URLs x (0.05 + delay)]"
+    )
+    parser.add_argument("--results-dir", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the work folder (web, mirrors, logs)"
+    )
+    args = parser.parse_args(argv)
+    args.argv = sys.argv[1:] if argv is None else argv
+    for crawler in args.crawlers or []:
+        if crawler not in CRAWLERS:
+            parser.error(f"unknown crawler {crawler!r}; choose from {', '.join(CRAWLERS)}")
+    for preset in args.memory_presets:
+        if preset not in PRESETS:
+            parser.error(f"unknown preset {preset!r}")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="tarantula-bench-"))
+    try:
+        text = memory(args, root) if args.memory else benchmark(args, root)
+    finally:
+        if args.keep:
+            print(f"work folder kept: {root}", flush=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    print()
+    print(text, end="", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

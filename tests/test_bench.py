@@ -1,0 +1,119 @@
+"""The benchmark harness: the generated web is deterministic and complete, and a tiny run works."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+from urllib.robotparser import RobotFileParser
+
+import pytest
+
+from bench.generate import generate, load_manifest
+
+PROJECT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.e2e
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.title = ""
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.hrefs += [v for k, v in attrs if k == "href" and v]
+        self._in_title = tag == "title"
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+
+
+def file_of(web: Path, url: str) -> Path:
+    parts = urlsplit(url)
+    path = parts.path + ("index.html" if parts.path.endswith("/") else "")
+    return web / (parts.hostname or "") / path.lstrip("/")
+
+
+def test_generated_web_is_deterministic_and_reachable(tmp_path: Path) -> None:
+    first, second, other = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    manifest = generate(first, "tiny", seed=7, port=8080)
+    generate(second, "tiny", seed=7, port=8080)
+    generate(other, "tiny", seed=8, port=8080)
+    assert tree(first) == tree(second)
+    assert tree(first) != tree(other)
+    assert load_manifest(first) == manifest
+    assert manifest["seed"] == "http://h00.bench.test:8080/"
+    assert len(manifest["hosts"]) == 2 and manifest["pages"] == 300
+
+    robots: dict[str, RobotFileParser] = {}
+    for host in manifest["hosts"]:
+        parser = RobotFileParser()
+        parser.parse((first / host / "robots.txt").read_text().splitlines())
+        robots[host] = parser
+
+    # Walk the files from the seed as a crawler that obeys robots.txt would.
+    seen, queue, linked_but_disallowed = {manifest["seed"]}, [manifest["seed"]], set()
+    while queue:
+        url = str(queue.pop())
+        body = file_of(first, url).read_bytes()
+        if url.endswith(".pdf"):
+            assert body.startswith(b"%PDF-") and body.rstrip().endswith(b"%%EOF")
+            continue
+        assert 5_000 <= len(body) <= 30_000, url
+        page = _Page()
+        page.feed(body.decode("utf-8"))
+        assert page.title.strip(), url
+        assert 10 <= len(page.hrefs) <= 40, url
+        for href in page.hrefs:
+            target = urljoin(url, href)
+            host = urlsplit(target).hostname or ""
+            assert host in robots, target
+            if not robots[host].can_fetch("tarantula", target):
+                linked_but_disallowed.add(target)
+            elif target not in seen:
+                assert file_of(first, target).is_file(), target
+                seen.add(target)
+                queue.append(target)
+    assert seen == set(manifest["urls"])
+    assert linked_but_disallowed == set(manifest["disallowed"])
+    assert any(u.endswith(".pdf") for u in seen)
+
+
+def test_tiny_benchmark_runs(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx"]
+    done = subprocess.run(
+        [*command, "--results-dir", str(tmp_path)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    medians = done.stdout.split("## Medians", 1)[1]
+    rows = {
+        cells[0]: cells
+        for line in medians.splitlines()
+        if line.startswith("| ") and (cells := [c.strip() for c in line.strip("|").split("|")])
+    }
+    assert rows["tarantula"][8] == "100.0%", done.stdout
+    assert rows["tarantula"][10] == "0", done.stdout
+    assert rows["scrapy"][10] == "0", done.stdout
+    assert int(rows["scrapy"][2]) >= 300, done.stdout  # every page; the PDFs are ignored extensions
+    (written,) = tmp_path.glob("tiny-*.md")
+    assert "| tarantula | median of 1 |" in written.read_text(encoding="utf-8")
