@@ -160,6 +160,21 @@ def store_path(repository: Path, relpath: PurePosixPath) -> Path:
     return parent / target.name
 
 
+_TEMPORARY = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
+
+
+def sweep_temporary(repository: Path) -> int:
+    """Delete the temporary files that writes cut short by a crash left in the mirror; returns how
+    many. Only names that :func:`write_atomic` makes are touched."""
+    removed = 0
+    for folder, _, names in os.walk(repository):
+        for name in names:
+            if _TEMPORARY.match(name):
+                os.unlink(os.path.join(folder, name))
+                removed += 1
+    return removed
+
+
 def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Write ``data`` to ``path`` so that a crash never leaves a half-written file there.
 

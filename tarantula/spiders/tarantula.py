@@ -37,6 +37,7 @@ from tarantula.configure import crawl_settings
 from tarantula.core.config import CrawlConfig, load_config
 from tarantula.core.document import doc_type, encoding_label, is_text, parse_html, pdf_title
 from tarantula.core.filters import extension
+from tarantula.core.mirror import sweep_temporary
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.state import CrawlState, Entry, Run, dfs_path
@@ -120,6 +121,9 @@ class TarantulaSpider(Spider):
             self.index_path.write_bytes(b"")
         elif run.kind == "resume":
             state.rewrite_index(self.index_path)  # drops anything a crash left past the state
+            swept = sweep_temporary(self.config.repository)
+            if swept:
+                logger.info("Removed %d temporary files left by an interrupted run", swept)
         # A first crawl grows the index as documents are committed; a recrawl rewrites it at its end.
         state.append_index = run.generation == 1
         logger.info("Run %d: %s (generation %d)", run.id, run.kind, run.generation)

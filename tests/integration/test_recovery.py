@@ -1,0 +1,182 @@
+"""End-to-end: crash-safe crawl state (SPEC 8): resume after kill -9 and Ctrl-C, recrawl, watch mode."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tarantula.core.index import parse_index
+from tarantula.demo.server import Resource, SiteServer
+
+from ..conftest import PROJECT, run_crawl, write_conf
+
+pytestmark = pytest.mark.e2e
+
+PAGES = 300
+
+
+def tree_site(web: SiteServer, pages: int = PAGES, delay: float = 0.04) -> list[str]:
+    """Page i links to 2i+1, 2i+2 and to i // 3 (a link back), all answered after ``delay``."""
+    for i in range(pages):
+        links = [j for j in (2 * i + 1, 2 * i + 2, i // 3) if j < pages]
+        body = f"<title>Page {i}</title>" + "".join(f'<a href="/p{j}.html">p{j}</a>' for j in links)
+        web.add(
+            "a.test",
+            f"/p{i}.html",
+            Resource(body.encode(), delay=delay, headers={"Content-Type": "text/html"}),
+        )
+    return [web.url("a.test", f"/p{i}.html") for i in range(pages)]
+
+
+def start_crawl(conf: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+def index_urls(repository: Path) -> list[str]:
+    path = repository / "index.txt"
+    return [r.url for r in parse_index(path.read_text(encoding="utf-8"))] if path.exists() else []
+
+
+def test_resume_after_repeated_kill_9_loses_nothing_and_fetches_no_stored_page_twice(web, tmp_path):
+    urls = tree_site(web)
+    conf = write_conf(tmp_path, [urls[0]], threads=4, host_concurrency=4, log_level=1)
+    repository = tmp_path / "repo"
+    fetched_after: list[tuple[set[str], int]] = []  # (URLs indexed at a kill, server log position)
+    for wait in (1.6, 2.0, 2.3, 2.6):
+        process = start_crawl(conf)
+        time.sleep(wait)
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+        indexed = index_urls(repository)  # parses: only whole records after a kill
+        assert len(indexed) == len(set(indexed)), "a record twice"
+        fetched_after.append((set(indexed), len(web.requests)))
+    assert 0 < len(fetched_after[-1][0]) < PAGES, "the kills should land mid-crawl"
+    final = run_crawl(conf, timeout=300)
+    assert final.status == 0, final.process.stdout
+    assert "Resumed crawl finished (finished)" in final.process.stdout
+    counts = Counter(final.urls)
+    assert set(counts) == set(urls) and max(counts.values()) == 1  # every page exactly once
+    assert sorted(final.files()) == sorted(f"a.test:{web.port}/p{i}.html" for i in range(PAGES))
+    assert not [p for p in repository.rglob("*.tmp")], "temporary files left in the mirror"
+    for indexed, position in fetched_after:
+        later = {web.url("a.test", r.target) for r in web.requests[position:]}
+        assert not indexed & later, f"stored pages fetched again: {sorted(indexed & later)[:5]}"
+
+
+def test_ctrl_c_stops_gracefully_and_the_next_run_resumes(web, tmp_path):
+    urls = tree_site(web, pages=120, delay=0.05)
+    conf = write_conf(tmp_path, [urls[0]], threads=2, host_concurrency=2, log_level=1)
+    process = start_crawl(conf)
+    time.sleep(2.0)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert "Crawl finished (shutdown)" in output
+    first = index_urls(tmp_path / "repo")
+    assert 0 < len(first) < 120
+    result = run_crawl(conf)
+    assert "Resumed crawl finished (finished)" in result.process.stdout
+    assert Counter(result.urls) == Counter(urls)
+
+
+def write_site(root: Path, pages: dict[str, str]) -> None:
+    for name, html in pages.items():
+        path = root / "a.test" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+
+
+def test_recrawl_sends_conditional_requests_and_applies_changes(tmp_path):
+    root = tmp_path / "site"
+    links = "".join(f'<a href="/p{i}.html">p{i}</a>' for i in range(1, 6))
+    write_site(
+        root, {"index.html": links, **{f"p{i}.html": f"<title>P{i}</title>" for i in range(1, 6)}}
+    )
+    with SiteServer(root=root) as web:
+        u = lambda p: web.url("a.test", p)  # noqa: E731
+        conf = write_conf(tmp_path, [u("/")], period=0)
+        first = run_crawl(conf)
+        assert first.status == 0 and len(first.records) == 6
+        # Between the runs: p2 changes, p3 is deleted, p6 appears (linked from a changed home page).
+        later = time.time() + 5
+        write_site(
+            root,
+            {
+                "p2.html": "<title>P2 changed</title>",
+                "p6.html": "<title>P6</title>",
+                "index.html": links + '<a href="/p6.html">p6</a>',
+            },
+        )
+        for name in ("p2.html", "p6.html", "index.html"):
+            os.utime(root / "a.test" / name, (later, later))
+        (root / "a.test" / "p3.html").unlink()
+        web.clear()
+        second = run_crawl(conf)
+        requests = {r.target: r for r in web.requests}
+    assert second.status == 0, second.process.stdout
+    assert "Recrawl finished (finished)" in second.process.stdout
+    assert "recrawl            unchanged 3, changed 2, removed 1, new 1" in second.process.stdout
+    for page in ("/", "/p1.html", "/p2.html", "/p3.html", "/p4.html", "/p5.html"):
+        assert "If-Modified-Since" in requests[page].headers, page
+        assert "If-None-Match" in requests[page].headers, page
+    assert "If-Modified-Since" not in requests["/p6.html"].headers
+    # The index is rewritten: one record per stored document, p3 gone, p2 and p6 current.
+    assert Counter(second.urls) == Counter(
+        u(p) for p in ("/", "/p1.html", "/p2.html", "/p4.html", "/p5.html", "/p6.html")
+    )
+    assert second.record(u("/p2.html")).title == "P2 changed"
+    assert (u("/p6.html"), "p6") in second.record(u("/")).links
+    host = f"a.test:{web.port}"
+    assert not (second.repository / host / "p3.html").exists()
+    assert (second.repository / host / "p2.html").read_text() == "<title>P2 changed</title>"
+    assert "Removed " + u("/p3.html") in second.log
+
+
+def test_second_run_before_the_period_does_nothing(web, tmp_path):
+    web.page("a.test", "/", '<a href="/x.html">x</a>')
+    web.page("a.test", "/x.html", "x")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], period=1)
+    assert run_crawl(conf).status == 0
+    web.clear()
+    again = run_crawl(conf)
+    assert again.status == 0
+    assert "the next recrawl is due at" in again.process.stdout
+    assert web.requests == []
+    assert len(again.records) == 2
+
+
+def test_watch_mode_recrawls_every_period(web, tmp_path):
+    web.page("a.test", "/", "home")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], period=0.001)  # 3.6 s
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "watch", str(conf)],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and web.targets("a.test").count("/") < 2:
+        time.sleep(0.2)
+    watcher.send_signal(signal.SIGINT)
+    output, _ = watcher.communicate(timeout=60)
+    assert web.targets("a.test").count("/") >= 2, output
+    assert "Next crawl at" in output
+    db = sqlite3.connect(tmp_path / "repo" / ".tarantula" / "state.db")
+    kinds = [kind for (kind,) in db.execute("SELECT kind FROM runs ORDER BY id")]
+    assert kinds[:2] == ["crawl", "recrawl"]
