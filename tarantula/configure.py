@@ -22,7 +22,9 @@ def crawl_settings(config: CrawlConfig) -> dict[str, Any]:
         "CONCURRENT_REQUESTS_PER_DOMAIN": config.host_concurrency,
         "DOWNLOAD_DELAY": config.delay,
         "CLOSESPIDER_TIMEOUT": config.time_limit,
-        "DEPTH_LIMIT": config.max_depth,
+        # max-depth is applied by the spider, which counts and logs each link it drops;
+        # DepthMiddleware still keeps request.meta["depth"].
+        "DEPTH_LIMIT": 0,
         "URLLENGTH_LIMIT": config.max_url_length,
         "DOWNLOAD_MAXSIZE": config.max_document_size,
         "DOWNLOAD_WARNSIZE": 0,

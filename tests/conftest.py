@@ -104,7 +104,9 @@ class Crawl:
         return sorted(
             str(p.relative_to(self.repository))
             for p in self.repository.rglob("*")
-            if p.is_file() and p.name != "index.txt" and ".tarantula" not in p.parts
+            if p.is_file()
+            and p.name not in ("index.txt", "duplicates.tsv")
+            and ".tarantula" not in p.parts
         )
 
 

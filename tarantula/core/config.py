@@ -32,6 +32,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tarantula import __version__
+from tarantula.core.patterns import risky_reason
 
 SCOPES = ("free-spanning", "domain-scope", "host-scope", "path-scope")
 TRAVERSALS = ("bfs", "dfs")
@@ -80,6 +81,7 @@ class CrawlConfig:
     max_depth: int = 20
     max_url_length: int = 2048
     max_document_size: int = 10485760
+    max_outlinks: int = 5000
     log_file: Path | None = None
     log_level: int = 1
     period: float = 72.0
@@ -173,9 +175,15 @@ def _log_file(key: str, text: str) -> Path | None:
 
 def _regex(key: str, text: str) -> re.Pattern[str]:
     try:
-        return re.compile(text)
+        compiled = re.compile(text)
     except (re.error, OverflowError, RecursionError) as exc:  # huge repeats, deep nesting
         raise _Invalid(f"invalid regular expression '{text}' in '{key}': {exc}") from None
+    reason = risky_reason(text)
+    if reason:
+        raise _Invalid(
+            f"regular expression '{text}' in '{key}' may backtrack catastrophically ({reason}); rewrite it"
+        )
+    return compiled
 
 
 def _url(key: str, text: str) -> str:
@@ -236,6 +244,7 @@ _KEYS = {
         _Key("max-depth", _C, _integer(0)),
         _Key("max-url-length", _C, _integer(1)),
         _Key("max-document-size", _C, _integer(1)),
+        _Key("max-outlinks", _C, _integer(0)),
         _Key("resolve", _C, _resolve_item, many=True),
         _Key("resolve-only", _C, _boolean),
         _Key("sort-query", _C, _boolean),

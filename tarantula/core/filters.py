@@ -21,8 +21,9 @@ Patterns are Python regular expressions tested with ``re.search``:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
+
+from tarantula.core.patterns import UserPattern
 
 #: Extensions of names that may be HTML pages: fetched for their links even when not accepted.
 HTML_EXTENSIONS = frozenset(
@@ -46,12 +47,18 @@ def may_be_html(name: str) -> bool:
     return not ext or ext in HTML_EXTENSIONS
 
 
-@dataclass(frozen=True)
 class UrlFilters:
-    """The compiled accept and reject lists of one crawl."""
+    """The accept and reject lists of one crawl (patterns as compiled by the config loader).
 
-    accept: Sequence[re.Pattern[str]] = ()
-    reject: Sequence[re.Pattern[str]] = ()
+    Matching runs under a time limit (:mod:`tarantula.core.patterns`); a pattern that runs out
+    of time raises :class:`~tarantula.core.patterns.PatternTimeout`, which the URL rules count as
+    a rejection.
+    """
+
+    def __init__(self, accept: Iterable[str | re.Pattern[str]] = (),
+                 reject: Iterable[str | re.Pattern[str]] = ()) -> None:  # fmt: skip
+        self.accept = tuple(UserPattern(p) for p in accept)
+        self.reject = tuple(UserPattern(p) for p in reject)
 
     def rejects(self, href: str, url: str, name: str) -> bool:
         """True when a reject pattern matches the link as written, the normalized URL or the file name."""

@@ -85,9 +85,23 @@ def mirror_relpath(normalized_url: str, type_ext: str | None) -> PurePosixPath:
     return PurePosixPath(*parts, _shorten(name, ext))
 
 
+#: Device names that Windows (and so SMB shares and many copy tools) will not create as files.
+_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))]
+)
+
+
 def _safe(name: str) -> str:
-    """``name`` itself when it is a plain normalized name, else an escaped form marked by ``%%``."""
-    if name not in (".", "..") and _SAFE_NAME.fullmatch(name):
+    """``name`` itself when it is a plain normalized name, else an escaped form marked by ``%%``.
+
+    >>> _safe("report.pdf"), _safe("con"), _safe("NUL.txt")
+    ('report.pdf', '%%con', '%%NUL%2Etxt')
+    """
+    if (
+        name not in (".", "..")
+        and _SAFE_NAME.fullmatch(name)
+        and name.split(".")[0].upper() not in _RESERVED
+    ):
         return name
     return "%%" + _escape_all(name)
 

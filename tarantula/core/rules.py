@@ -5,8 +5,11 @@ that the logs (level 2), the stats (``tarantula/filtered/<rule>``) and ``scrapy 
 
 1. ``scheme`` / ``invalid`` — normalization (SPEC 3): only well-formed http(s) URLs go on;
 2. ``url-length`` — the normalized URL is longer than ``max-url-length``;
-3. ``scope`` — outside the crawl scope (SPEC 4);
-4. ``reject`` — a reject-list pattern matches (SPEC 5).
+3. ``pathological-path`` — a segment or group of segments repeated three times in a row
+   (``/a/b/a/b/a/b/``), or more than 64 segments: an endless URL space;
+4. ``scope`` — outside the crawl scope (SPEC 4);
+5. ``reject`` — a reject-list pattern matches (SPEC 5); ``pattern-timeout`` when a pattern cannot
+   decide in time (:mod:`tarantula.core.patterns`).
 
 robots.txt comes after these (it needs the network, so the Scrapy side applies it), and then
 ``not-accepted``: a URL that survives everything is fetched only when it is accepted or may be an
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 from tarantula.core.config import CrawlConfig
 from tarantula.core.filters import UrlFilters
+from tarantula.core.patterns import PatternTimeout
 from tarantula.core.scope import build_scope, origin
 from tarantula.core.urls import UrlRejected, file_name, normalize_url
 
@@ -47,6 +51,7 @@ class UrlRules:
     """Normalization, length, scope and reject rules of one crawl, built once from its config."""
 
     def __init__(self, config: CrawlConfig) -> None:
+        self._timeouts: set[str] = set()
         self.sort_query = config.sort_query
         self.traversal = config.traversal_algorithm
         self.filters = UrlFilters(config.accept_list, config.reject_list)
@@ -60,6 +65,7 @@ class UrlRules:
         limit = config.max_url_length
         self.rules: list[tuple[str, Rule]] = [
             ("url-length", lambda href, url, name: len(url) > limit),
+            ("pathological-path", lambda href, url, name: pathological(origin(url).path)),
             ("scope", lambda href, url, name: not in_scope(url)),
             ("reject", self.filters.rejects),
         ]
@@ -80,11 +86,127 @@ class UrlRules:
             try:
                 if rejects(written, normalized, name):
                     return Verdict(normalized, rule_name)
+            except PatternTimeout as exc:
+                self._timed_out(exc)
+                return Verdict(normalized, "pattern-timeout")
             except Exception:
                 logger.exception("rule %s failed on %s; the URL is rejected", rule_name, url)
                 return Verdict(normalized, "error")
         return Verdict(normalized)
 
+    def _timed_out(self, exc: PatternTimeout) -> None:
+        if str(exc) not in self._timeouts:
+            self._timeouts.add(str(exc))
+            logger.warning("%s: the URLs it cannot decide in time are rejected", exc)
+
     def worth_fetching(self, url: str) -> bool:
         """True when a normalized URL that passed the chain should be downloaded (SPEC 5)."""
-        return self.filters.worth_fetching(url, file_name(origin(url).path))
+        try:
+            return self.filters.worth_fetching(url, file_name(origin(url).path))
+        except PatternTimeout as exc:
+            self._timed_out(exc)
+            return False
+
+    def accepts(self, url: str, name: str) -> bool:
+        """True when a downloaded document is to be stored (``name``: its file name, type extension
+        added when it had none)."""
+        try:
+            return self.filters.accepts(url, name)
+        except PatternTimeout as exc:
+            self._timed_out(exc)
+            return False
+
+
+#: Paths with more segments than this are treated as endless URL spaces.
+MAX_SEGMENTS = 64
+
+
+def pathological(path: str, times: int = 3) -> bool:
+    """True when a segment, or a group of consecutive segments, repeats ``times`` times in a row
+    (Heritrix's PathologicalPath rule), or the path has more than MAX_SEGMENTS segments.
+
+    >>> pathological("/a/b/a/b/a/b/"), pathological("/x/x/x"), pathological("/a/b/a/b/c"), pathological("/a/a/")
+    (True, True, False, False)
+    """
+    segments = [s for s in path.split("/") if s]
+    n = len(segments)
+    if n > MAX_SEGMENTS:
+        return True
+    for size in range(1, n // times + 1):
+        for start in range(n - size * times + 1):
+            group = segments[start : start + size]
+            if all(
+                segments[start + k * size : start + (k + 1) * size] == group
+                for k in range(1, times)
+            ):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What the crawl would do with one URL, and the rule behind each answer."""
+
+    url: str
+    normalized: str | None
+    fetched: str  # "yes" / "no" / "unknown"
+    stored: str
+    listed: str
+    reasons: tuple[str, ...]
+
+
+def explain(rules: UrlRules, url: str, robots_allowed: bool | None = None) -> Explanation:
+    """Run ``url`` through the rules offline; ``robots_allowed`` is robots.txt's answer when known.
+
+    Depth and duplicate content depend on the crawl itself and are not judged here.
+    """
+    verdict = rules.check(url)
+    if not verdict.passed or verdict.url is None:
+        why = f"rule {verdict.rule}: {RULE_HELP.get(verdict.rule or '', verdict.rule)}"
+        return Explanation(url, verdict.url, "no", "no", "no", (why,))
+    normalized = verdict.url
+    name = file_name(origin(normalized).path)
+    reasons = []
+    if robots_allowed is False:
+        return Explanation(url, normalized, "no", "no", "no", ("robots.txt disallows it",))
+    if robots_allowed is None:
+        reasons.append("robots.txt not checked (use --robots)")
+    listed = "yes" if robots_allowed else "yes, unless robots.txt disallows it"
+    if "." not in name.lstrip("."):
+        accepted = {
+            ext: rules.accepts(normalized, f"{name}.{ext}") for ext in ("html", "pdf", "txt")
+        }
+        stored = "decided after the download, by type: " + ", ".join(
+            f"{name}.{ext} {'yes' if ok else 'no'}" for ext, ok in accepted.items()
+        )
+        reasons.append("no extension: fetched, as it may be an HTML page")
+        return Explanation(url, normalized, "yes", stored, listed, tuple(reasons))
+    accepted_now = rules.accepts(normalized, name)
+    fetched = rules.worth_fetching(normalized)
+    if accepted_now:
+        reasons.append(
+            "accepted: "
+            + (
+                "the accept list is empty"
+                if not rules.filters.accept
+                else "an accept pattern matches"
+            )
+        )
+    elif fetched:
+        reasons.append("not accepted, but fetched for its links: its name may be an HTML page")
+    else:
+        reasons.append("rule not-accepted: neither accepted nor possibly an HTML page")
+    return Explanation(url, normalized, "yes" if fetched else "no", "yes" if accepted_now else "no", listed,
+                       tuple(reasons))  # fmt: skip
+
+
+RULE_HELP = {
+    "scheme": "only http and https URLs are crawled",
+    "invalid": "not a well-formed absolute URL",
+    "url-length": "the normalized URL is longer than max-url-length",
+    "pathological-path": "a path segment or group of segments repeats three times (an endless URL space)",
+    "scope": "outside the crawl scope",
+    "reject": "a reject-list pattern matches",
+    "pattern-timeout": "a pattern could not decide in time",
+    "error": "a rule failed",
+}

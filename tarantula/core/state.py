@@ -72,6 +72,8 @@ CREATE TABLE IF NOT EXISTS documents (
     last_modified TEXT, etag TEXT, record TEXT NOT NULL, generation INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS documents_md5 ON documents (md5);
 CREATE INDEX IF NOT EXISTS documents_path ON documents (path);
+CREATE TABLE IF NOT EXISTS duplicates (
+    url TEXT PRIMARY KEY, original TEXT NOT NULL, generation INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
 
@@ -166,6 +168,39 @@ class StoredDocument:
     record: str
 
 
+def _append(path: Path | None, lines: list[str]) -> None:
+    """Append ``lines`` to ``path`` in one write and clear them.
+
+    One write per batch: a kill leaves the batch whole or absent (short of the kill landing inside
+    the system call of a batch that spans memory pages; the next run rewrites the file from the
+    state in any case).
+    """
+    if not lines or path is None:
+        return
+    data = "".join(lines).encode("utf-8")
+    lines.clear()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
+def _write_lines(path: Path, lines: Iterable[str]) -> int:
+    """Replace ``path`` atomically with ``lines``; returns how many."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    count = 0
+    with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+        for line in lines:
+            out.write(line)
+            count += 1
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(temporary, path)
+    return count
+
+
 def sync_filesystem(folder: Path) -> None:
     """Flush the file system that holds ``folder`` to disk (Linux ``syncfs``; ``sync`` elsewhere)."""
     try:
@@ -205,7 +240,10 @@ class CrawlState:
         self.sync_folder: Path | None = None  # synced before each commit when files were written
         self.files_written = False
         self._pending_records: list[str] = []
+        self._pending_duplicates: list[str] = []
+        self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
         self.index_path: Path | None = None
+        self.duplicates_path: Path | None = None
         self.append_index = False
         self.dirty = False
 
@@ -386,6 +424,31 @@ class CrawlState:
         ).fetchone()
         return row[0] if row else None
 
+    def claim_content(self, md5: str, url: str) -> str | None:
+        """The URL of another document with this content, stored or on its way to be stored; else
+        None, and ``url`` claims the content until it is stored (SPEC 6's exact duplicates)."""
+        owner = self._claims.get(md5)
+        if owner is None:
+            row = self.db.execute(
+                "SELECT url FROM documents WHERE md5 = ? AND url != ? LIMIT 1", (md5, url)
+            ).fetchone()
+            owner = row[0] if row else None
+        if owner is not None and owner != url:
+            return owner
+        self._claims[md5] = url
+        return None
+
+    def add_duplicate(self, url: str, original: str) -> None:
+        """Record ``url`` as a duplicate of the stored ``original`` (listed in duplicates.tsv)."""
+        self.db.execute(
+            "INSERT INTO duplicates VALUES (?, ?, ?) ON CONFLICT (url) DO UPDATE SET"
+            " original = excluded.original, generation = excluded.generation",
+            (url, original, self.generation),
+        )
+        self.finish(url, "duplicate")
+        if self.append_index:
+            self._pending_duplicates.append(f"{url}\t{original}\n")
+
     def document_count(self) -> int:
         return self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
 
@@ -399,6 +462,7 @@ class CrawlState:
             (doc.url, doc.path, doc.md5, doc.last_modified, doc.etag, doc.record, self.generation),
         )
         self.finish(doc.url, "stored")
+        self._claims.pop(doc.md5, None)
         if self.append_index:
             self._pending_records.append(doc.record)
 
@@ -440,30 +504,20 @@ class CrawlState:
         self.db.execute("COMMIT")
         self.db.execute("BEGIN")
         self.dirty = False
-        if self._pending_records and self.index_path is not None:
-            data = "".join(self._pending_records).encode("utf-8")
-            self._pending_records.clear()
-            fd = os.open(self.index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-            try:
-                # One write per batch: a kill leaves the batch whole or absent (short of the kill
-                # landing inside the system call of a batch that spans memory pages; the next run
-                # rewrites the index from the state in any case).
-                while data:
-                    data = data[os.write(fd, data) :]
-            finally:
-                os.close(fd)
+        _append(self.index_path, self._pending_records)
+        _append(self.duplicates_path, self._pending_duplicates)
 
-    def rewrite_index(self, index_path: Path) -> int:
-        """Write the index from the state, atomically; returns the number of records."""
-        temporary = index_path.with_name(f".{index_path.name}.tmp")
+    def rewrite_outputs(self) -> int:
+        """Write index.txt and duplicates.tsv from the state, atomically; returns the record count."""
         count = 0
-        with open(temporary, "w", encoding="utf-8", newline="\n") as out:
-            for record in self.records():
-                out.write(record)
-                count += 1
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, index_path)
+        if self.index_path is not None:
+            count = _write_lines(self.index_path, self.records())
+        if self.duplicates_path is not None:
+            rows = self.db.execute(
+                "SELECT url, original FROM duplicates WHERE generation = ? ORDER BY rowid",
+                (self.generation,),
+            )
+            _write_lines(self.duplicates_path, (f"{url}\t{original}\n" for url, original in rows))
         return count
 
     def close(self) -> None:

@@ -2,7 +2,8 @@
 
 Scrapy's middleware treats every failure as "allow all". Here:
 
-- 2xx: the file is obeyed (Protego, user-agent token from ``ROBOTSTXT_USER_AGENT``);
+- 2xx: the file is obeyed (Protego, user-agent token from ``ROBOTSTXT_USER_AGENT``), its first
+  500 KiB;
 - 4xx (and a redirect chain that ends without a file): no restrictions;
 - 5xx after retries, or no answer at all: the whole host is disallowed for this crawl (logged once).
 
@@ -31,6 +32,20 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
+ROBOTS_MAX_BYTES = 500 * 1024
+
+
+def robots_rules(status: int | None, body: bytes) -> bytes:
+    """The robots.txt text to obey for an answer (``status`` None: no answer at all), RFC 9309.
+
+    >>> robots_rules(404, b"junk"), robots_rules(503, b""), robots_rules(200, b"Disallow: /x")
+    (b'', b'User-agent: *\\nDisallow: /\\n', b'Disallow: /x')
+    """
+    if status is None or status >= 500:
+        return _DISALLOW_ALL
+    if status >= 300:
+        return b""
+    return body[:ROBOTS_MAX_BYTES]
 
 
 class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
@@ -60,10 +75,9 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
         if response.status >= 500:
             self._disallow_host(netloc, f"answered {response.status}")
-        elif response.status >= 300:
-            await super()._parse_robots(response.replace(body=b""), netloc, request)
-        else:
-            await super()._parse_robots(response, netloc, request)
+            return
+        body = robots_rules(response.status, response.body)
+        await super()._parse_robots(response.replace(body=body), netloc, request)
 
     def _robots_error(self, exc: Exception, netloc: str) -> None:
         self._disallow_host(netloc, f"could not be fetched ({exc.__class__.__name__}: {exc})")

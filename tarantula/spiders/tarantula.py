@@ -21,6 +21,7 @@ Stats: ``tarantula/filtered/<rule>`` per link dropped, ``tarantula/failures/<kin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+DUPLICATES_NAME = "duplicates.tsv"
 STATE_FOLDER = ".tarantula"
 STATE_NAME = "state.db"
 
@@ -117,10 +119,12 @@ class TarantulaSpider(Spider):
         self.config.repository.mkdir(parents=True, exist_ok=True)
         state.sync_folder = self.config.repository
         state.index_path = self.index_path
+        state.duplicates_path = self.config.repository / DUPLICATES_NAME
         if run.kind == "crawl":
             self.index_path.write_bytes(b"")
+            state.duplicates_path.write_bytes(b"")
         elif run.kind == "resume":
-            state.rewrite_index(self.index_path)  # drops anything a crash left past the state
+            state.rewrite_outputs()  # drops anything a crash left past the state
             swept = sweep_temporary(self.config.repository)
             if swept:
                 logger.info("Removed %d temporary files left by an interrupted run", swept)
@@ -134,7 +138,7 @@ class TarantulaSpider(Spider):
         state = self.state
         state.end(reason)
         if state.generation > 1 and state.path is not None:
-            count = state.rewrite_index(self.index_path)
+            count = state.rewrite_outputs()
             logger.info("Index rewritten: %d records", count)
         state.close()
 
@@ -186,6 +190,16 @@ class TarantulaSpider(Spider):
             logger.info("HTTP %s for %s", response.status, response.url)
             if response.status in (404, 410) and url is not None:
                 self._remove(url, response.status)
+        elif (
+            "max size" in failure.getErrorMessage()
+            or "DOWNLOAD_MAXSIZE" in failure.getErrorMessage()
+        ):
+            # Cut off by max-document-size, while downloading or while decompressing (a gzip bomb).
+            self.crawler.stats.inc_value("tarantula/filtered/max-document-size")
+            logger.debug("Not stored (max-document-size): %s", url)
+            if url is not None:
+                self.state.finish(url, "max-document-size")
+            return
         elif failure.check(IgnoreRequest):
             if url is not None:
                 self.state.finish(url, "filtered")
@@ -240,7 +254,14 @@ class TarantulaSpider(Spider):
         dtype = doc_type(content_type, extension(name))
         if not extension(name) and dtype:
             name = f"{name}.{dtype}"  # SPEC 5: `about` served as HTML is tested as `about.html`
-        accepted = self.rules.filters.accepts(url, name)
+        accepted = self.rules.accepts(url, name)
+        md5 = hashlib.md5(response.body, usedforsecurity=False).hexdigest() if accepted else None
+        if md5 is not None and (original := self.state.claim_content(md5, url)) is not None:
+            # SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed.
+            self.state.add_duplicate(url, original)
+            self.crawler.stats.inc_value("tarantula/documents/duplicate")
+            logger.info("Duplicate of %s: %s", original, url)
+            return
         text_response = response if isinstance(response, TextResponse) else None
         text = text_response is not None and is_text(content_type, dtype)
 
@@ -297,6 +318,13 @@ class TarantulaSpider(Spider):
         robots = self.robots
         path = response.meta.get("tarantula_path", ())
         depth = response.meta.get("depth", 0) + 1
+        too_deep = 0 < self.config.max_depth < depth
+        limit = self.config.max_outlinks
+        if limit and len(hrefs) > limit:
+            stats.inc_value("tarantula/filtered/too-many-outlinks", len(hrefs) - limit)
+            logger.debug("Links dropped (too-many-outlinks): %d after the first %d of %s",
+                         len(hrefs) - limit, limit, response.url)  # fmt: skip
+            hrefs = hrefs[:limit]
         queued: set[str] = set()
         for number, (href, anchor) in enumerate(hrefs):
             absolute = join_url(base, href)
@@ -312,6 +340,10 @@ class TarantulaSpider(Spider):
                 continue
             listed.append((link, anchor))
             if link in queued or self._seen(link):
+                continue
+            if too_deep:
+                stats.inc_value("tarantula/filtered/max-depth")
+                logger.debug("Link dropped (max-depth): %s", link)
                 continue
             if not self.rules.worth_fetching(link):
                 stats.inc_value("tarantula/filtered/not-accepted")

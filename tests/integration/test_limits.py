@@ -22,7 +22,9 @@ def wide_site(web, host="a.test", pages=40, delay=0.0):
             host,
             f"/p{i}.html",
             Resource(
-                f"<title>p{i}</title>".encode(), delay=delay, headers={"Content-Type": "text/html"}
+                f"<title>{host} p{i}</title>".encode(),
+                delay=delay,
+                headers={"Content-Type": "text/html"},
             ),
         )
 

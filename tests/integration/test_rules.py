@@ -156,7 +156,7 @@ def test_links_to_documents_are_extracted_whatever_their_extension(web, crawl):
         web.add(
             "a.test",
             f"/{n}",
-            Resource(b"data", headers={"Content-Type": "application/octet-stream"}),
+            Resource(f"data of {n}".encode(), headers={"Content-Type": "application/octet-stream"}),
         )
     result = crawl([u("/")])
     assert [link for link, _ in result.record(u("/")).links] == [u(f"/{n}") for n in names]

@@ -1,0 +1,86 @@
+"""`scrapy explain`: the verdict and the deciding rule for each URL, offline or with robots.txt."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tarantula.contracts import DEMO_SITE
+from tarantula.demo.server import SiteServer
+
+from ..conftest import PROJECT, write_conf
+
+pytestmark = pytest.mark.e2e
+
+
+def explain(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "explain", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+def blocks(output: str) -> dict[str, str]:
+    """URL -> its block of lines."""
+    result: dict[str, str] = {}
+    current = ""
+    for line in output.splitlines():
+        if not line.startswith(" "):
+            current = line
+            result[current] = ""
+        else:
+            result[current] += line.strip() + "\n"
+    return result
+
+
+def test_explain_names_the_rule_and_applies_robots(tmp_path):
+    with SiteServer(root=DEMO_SITE) as server:
+        u = lambda p, h="www.demo.test": server.url(h, p)  # noqa: E731
+        conf = write_conf(
+            tmp_path,
+            [u("/")],
+            scope="domain-scope",
+            accept_list=[r"\.html?$", r"\.pdf$"],
+            reject_list=[r"\.tmp\."],
+        )
+        urls = [
+            u("/private/secret.html"),
+            u("/news/cafe.html"),
+            u("/", "elsewhere.test"),
+            u("/a/b/a/b/a/b/"),
+            "javascript:void(0)",
+            u("/docs/draft.tmp.txt"),
+            u("/img/logo.png"),
+            u("/about"),
+        ]
+        result = explain(str(conf), "--robots", *urls)
+        requests = server.targets()
+    assert result.returncode == 0, result.stderr
+    out = blocks(result.stdout)
+    assert "fetched     no" in out[urls[0]] and "robots.txt disallows it" in out[urls[0]]
+    assert "fetched     yes" in out[urls[1]] and "stored      yes" in out[urls[1]]
+    assert "rule scope" in out[urls[2]]
+    assert "rule pathological-path" in out[urls[3]]
+    assert "rule scheme" in out[urls[4]]
+    assert "rule reject" in out[urls[5]]
+    assert "rule not-accepted" in out[urls[6]] and "listed      yes" in out[urls[6]]
+    assert "decided after the download" in out[urls[7]] and "about.html yes" in out[urls[7]]
+    assert requests == ["/robots.txt"]  # one robots.txt per host asked about, nothing else
+
+
+def test_explain_offline_and_bad_config(tmp_path):
+    conf = write_conf(tmp_path, ["http://a.test/"])
+    result = explain(str(conf), "http://a.test/x.html")
+    assert result.returncode == 0
+    assert "robots.txt not checked" in result.stdout
+    bad = tmp_path / "bad.conf"
+    bad.write_text("scope = nowhere;\n", encoding="utf-8")
+    result = explain(str(bad), "http://a.test/")
+    assert result.returncode == 2 and "bad.conf:1:9: error:" in result.stderr
