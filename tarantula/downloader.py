@@ -1,10 +1,15 @@
-"""Scrapy's downloader with per-host concurrency that holds under bursts.
+"""Scrapy's downloader with per-host concurrency that holds under bursts, and that tells the
+crawl's politeness state when each request really goes out.
 
 In Scrapy 2.19 a download slot counts a request as transferring only once its download coroutine
 starts running, which is after ``Downloader._process_queue`` has looped over the slot's queue. With
 no delay, every request queued in a slot at that moment starts at once, whatever
 ``CONCURRENT_REQUESTS_PER_DOMAIN`` (``host-concurrency``) says. This subclass reserves the transfer
 place before scheduling the download, so a host never has more requests in flight than allowed.
+
+The gap to a host's next request counts from the moment a request leaves its download slot (after
+robots.txt and the slot's own delay), which only the downloader knows: it reports it to the
+spider's :class:`~tarantula.core.politeness.Politeness`.
 """
 
 from __future__ import annotations
@@ -18,9 +23,16 @@ from scrapy.utils.defer import _schedule_coro
 
 if TYPE_CHECKING:
     from scrapy.core.downloader import Slot
+    from scrapy.crawler import Crawler
+
+    from tarantula.core.politeness import Politeness
 
 
 class Downloader(ScrapyDownloader):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.politeness: Politeness | None = getattr(crawler.spider, "politeness", None)
+
     def _process_queue(self, slot: Slot) -> None:
         if slot.latercall:
             return
@@ -35,6 +47,9 @@ class Downloader(ScrapyDownloader):
             slot.lastseen = now
             request, queue_dfd = slot.queue.popleft()
             slot.transferring.add(request)  # the reservation Scrapy makes too late
+            host = request.meta.get("tarantula_host")
+            if host is not None and self.politeness is not None:
+                self.politeness.sent(host, now)
             _schedule_coro(self._wait_for_download(slot, request, queue_dfd))
             if delay:
                 self._process_queue(slot)

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.asyncio import call_later, create_looping_call
 
 from tarantula.core.state import dfs_key
 from tarantula.core.urls import UrlRejected
@@ -34,7 +35,6 @@ from tarantula.core.urls import UrlRejected
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
-    from scrapy.statscollectors import StatsCollector
 
     from tarantula.spiders.tarantula import TarantulaSpider
 
@@ -45,14 +45,16 @@ DURABLE_META = ("redirect_times", "redirect_ttl", "redirect_urls", "retry_times"
 
 
 class FrontierScheduler(BaseScheduler):
-    def __init__(
-        self, spider: TarantulaSpider, stats: StatsCollector, commit_interval: float
-    ) -> None:
+    def __init__(self, crawler: Crawler, spider: TarantulaSpider, commit_interval: float) -> None:
+        self.crawler = crawler
         self.spider = spider
         self.state = spider.state
-        self.stats = stats
+        self.politeness = spider.politeness
+        self.politeness.on_release = self.state.release
+        self.stats = crawler.stats
         self.commit_interval = commit_interval
         self._committer: Any = None
+        self._wake: Any = None
         # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from a
         # row: they are handed out as they came, and do not survive a restart.
         self._foreign: dict[str, Request] = {}
@@ -62,7 +64,7 @@ class FrontierScheduler(BaseScheduler):
         spider = crawler.spider
         if getattr(spider, "state", None) is None:
             raise NotConfigured("FrontierScheduler needs the tarantula spider")
-        return cls(spider, crawler.stats, crawler.settings.getfloat("TARANTULA_COMMIT_INTERVAL"))  # type: ignore[arg-type]
+        return cls(crawler, spider, crawler.settings.getfloat("TARANTULA_COMMIT_INTERVAL"))  # type: ignore[arg-type]
 
     def open(self, spider: Spider) -> None:
         run = self.spider.begin_run()
@@ -77,6 +79,8 @@ class FrontierScheduler(BaseScheduler):
     def close(self, reason: str) -> None:
         if self._committer is not None and self._committer.running:
             self._committer.stop()
+        if self._wake is not None:
+            self._wake.cancel()
         self.spider.end_run(reason)
 
     def has_pending_requests(self) -> bool:
@@ -119,11 +123,32 @@ class FrontierScheduler(BaseScheduler):
         return True
 
     def next_request(self) -> Request | None:
-        entry = self.state.pop()
+        now = time.monotonic()
+        entry = self.state.pop(now, self.politeness)
         if entry is None:
+            self._wake_at(self.state.next_due())
             return None
+        self.politeness.started(entry.host, now)
         self._inc("scheduler/dequeued")
-        return self._foreign.pop(entry.url, None) or self.spider.request_for(entry)
+        request = self._foreign.pop(entry.url, None) or self.spider.request_for(entry)
+        request.meta["tarantula_host"] = entry.host
+        return request
+
+    def _wake_at(self, due: float | None) -> None:
+        """Ask the engine for requests again when the next host is due.
+
+        Scrapy's engine asks the scheduler again only when a response arrives or on its 5-second
+        heartbeat; without this, a short delay with nothing in flight would become a 5-second stall.
+        """
+        if due is None or self._wake is not None:
+            return
+        self._wake = call_later(max(0.0, due - time.monotonic()), self._poke_engine)
+
+    def _poke_engine(self) -> None:
+        self._wake = None
+        slot = getattr(self.crawler.engine, "_slot", None)  # the engine's own "ask again" hook
+        if slot is not None and slot.nextcall is not None:
+            slot.nextcall.schedule()
 
     def _inc(self, key: str) -> None:
         self.stats.inc_value(key)

@@ -40,7 +40,7 @@ DOWNLOADER_MIDDLEWARES = {
     "tarantula.downloadermiddlewares.scope.ScopeMiddleware": 50,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "tarantula.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
-    "tarantula.downloadermiddlewares.politeness.PolitenessMiddleware": 560,
+    "tarantula.downloadermiddlewares.politeness.PolitenessMiddleware": 650,
 }
 ITEM_PIPELINES = {
     "tarantula.pipelines.mirror.MirrorPipeline": 300,

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import heapq
 import os
 import sqlite3
 import struct
@@ -50,7 +51,9 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from tarantula.core.scope import origin
 
 QUEUED, LEASED, DONE = 0, 1, 2
 
@@ -63,9 +66,10 @@ CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, kind TEXT NOT NULL, generation INTEGER NOT NULL,
     started REAL NOT NULL, ended REAL, reason TEXT);
 CREATE TABLE IF NOT EXISTS urls (
-    hash INTEGER PRIMARY KEY, url TEXT NOT NULL, original TEXT NOT NULL, depth INTEGER NOT NULL,
-    key BLOB NOT NULL, generation INTEGER NOT NULL, state INTEGER NOT NULL, outcome TEXT, extra TEXT);
-CREATE INDEX IF NOT EXISTS queued ON urls (key) WHERE state = 0;
+    hash INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, original TEXT NOT NULL,
+    depth INTEGER NOT NULL, key BLOB NOT NULL, generation INTEGER NOT NULL, state INTEGER NOT NULL,
+    outcome TEXT, extra TEXT);
+CREATE INDEX IF NOT EXISTS queued ON urls (host, key) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS leased ON urls (state) WHERE state = 1;
 CREATE TABLE IF NOT EXISTS documents (
     id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, path TEXT NOT NULL, md5 TEXT NOT NULL,
@@ -97,6 +101,19 @@ def dfs_key(path: Iterable[int]) -> bytes:
 
 def dfs_path(key: bytes) -> tuple[int, ...]:
     return struct.unpack(f">{len(key) // 4}I", key)
+
+
+def host_of(url: str) -> str:
+    """The host name of a normalized URL, without port or IPv6 brackets (a politeness unit)."""
+    return origin(url).host.strip("[]")
+
+
+class Gate(Protocol):
+    """Politeness as the frontier sees it (:class:`tarantula.core.politeness.Politeness`)."""
+
+    def ready(self, name: str, now: float) -> bool: ...
+    def due(self, name: str) -> float: ...
+    def dropped(self, name: str) -> bool: ...
 
 
 class HashSet:
@@ -156,6 +173,7 @@ class Entry:
     depth: int
     key: bytes
     extra: str | None  # JSON of request details that must survive a restart (redirects, retries)
+    host: str = ""
 
 
 @dataclass(frozen=True)
@@ -235,6 +253,10 @@ class CrawlState:
         self.generation = 0
         self._seen = HashSet()
         self._handed = HashSet()  # dfs: URLs no longer waiting, which a rediscovery cannot move
+        self._heads: dict[str, bytes] = {}
+        self._ready: list[tuple[bytes, str]] = []
+        self._later: list[tuple[float, str]] = []
+        self._busy: set[str] = set()
         row = self.db.execute("SELECT value FROM counters WHERE name = 'arrival'").fetchone()
         self._arrival = self._saved_arrival = row[0] if row else 0
         self.sync_folder: Path | None = None  # synced before each commit when files were written
@@ -300,6 +322,7 @@ class CrawlState:
                 (generation,),
             )
             self._load_seen()
+        self._rebuild_heads()
         self.commit()
         return self.run
 
@@ -337,6 +360,7 @@ class CrawlState:
         if key is None:
             self._arrival += 1
             key = bfs_key(depth, self._arrival)
+        host = host_of(url)
         if h in self._seen:
             if not self.dfs or h in self._handed:
                 return False
@@ -345,16 +369,19 @@ class CrawlState:
                 (key, depth, original, extra, h, key),
             )
             self.dirty = True
+            if cursor.rowcount:
+                self._queued(host, key)
             return cursor.rowcount > 0
         self.db.execute(
-            "INSERT INTO urls (hash, url, original, depth, key, generation, state, extra)"
-            " VALUES (?, ?, ?, ?, ?, ?, 0, ?)"
+            "INSERT INTO urls (hash, url, host, original, depth, key, generation, state, extra)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)"
             " ON CONFLICT (hash) DO UPDATE SET original = excluded.original, depth = excluded.depth,"
             " key = excluded.key, generation = excluded.generation, state = 0, outcome = NULL,"
             " extra = excluded.extra",
-            (h, url, original, depth, key, self.generation, extra),
+            (h, url, host, original, depth, key, self.generation, extra),
         )
         self._seen.add(h)
+        self._queued(host, key)
         self.dirty = True
         return True
 
@@ -366,21 +393,101 @@ class CrawlState:
         if h not in self._seen:
             self.push(url, original, depth, key, extra)
             return
-        self.db.execute("UPDATE urls SET state = 0, extra = ? WHERE hash = ?", (extra, h))
+        row = self.db.execute(
+            "UPDATE urls SET state = 0, extra = ? WHERE hash = ? RETURNING host, key", (extra, h)
+        ).fetchone()
+        if row is not None:
+            self._queued(*row)
         self.dirty = True
 
-    def pop(self) -> Entry | None:
-        """Lease the URL with the smallest key; None when nothing is queued."""
-        row = self.db.execute(
-            "SELECT hash, url, original, depth, key, extra FROM urls WHERE state = 0 ORDER BY key LIMIT 1"
-        ).fetchone()
-        if row is None:
-            return None
-        self.db.execute("UPDATE urls SET state = 1 WHERE hash = ?", (row[0],))
-        if self.dfs:
-            self._handed.add(row[0])
+    # Host selection, as Mercator's frontier does it: each host with queued URLs has a *head* (its
+    # smallest key). Hosts that may be contacted now wait in `_ready`, ordered by head, so the URL
+    # handed out is the smallest among the hosts that are due (with politeness off, or one host,
+    # exactly the global bfs/dfs order). Hosts whose next contact time lies ahead wait in `_later`,
+    # ordered by that time; hosts at their concurrency limit wait in `_busy` until one of their
+    # requests is done. Heap entries go stale when a head changes and are skipped when met.
+
+    def _queued(self, host: str, key: bytes) -> None:
+        head = self._heads.get(host)
+        if head is None or key < head:
+            self._heads[host] = key
+            heapq.heappush(self._ready, (key, host))
+
+    def _rebuild_heads(self) -> None:
+        rows = self.db.execute("SELECT host, min(key) FROM urls WHERE state = 0 GROUP BY host")
+        self._heads = dict(rows)
+        self._ready = [(key, host) for host, key in self._heads.items()]
+        heapq.heapify(self._ready)
+        self._later, self._busy = [], set()
+
+    def release(self, host: str) -> None:
+        """One of ``host``'s requests is done: if it waited on its concurrency, it may go again."""
+        if host in self._busy:
+            self._busy.discard(host)
+            head = self._heads.get(host)
+            if head is not None:
+                heapq.heappush(self._ready, (head, host))
+
+    def next_due(self) -> float | None:
+        """The earliest time a waiting host becomes due (None when none waits for a time)."""
+        return self._later[0][0] if self._later else None
+
+    def pop(self, now: float = 0.0, gate: Gate | None = None) -> Entry | None:
+        """Lease the smallest-key URL among the hosts ``gate`` lets go at ``now`` (all, without a
+        gate); None when no host may go now (see :meth:`next_due`) or nothing is queued."""
+        while self._later and self._later[0][0] <= now:
+            _, host = heapq.heappop(self._later)
+            head = self._heads.get(host)
+            if head is not None:
+                heapq.heappush(self._ready, (head, host))
+        while self._ready:
+            key, host = self._ready[0]
+            if self._heads.get(host) != key:
+                heapq.heappop(self._ready)  # stale
+                continue
+            if gate is not None:
+                if gate.dropped(host):
+                    heapq.heappop(self._ready)
+                    self._drop_host(host)
+                    continue
+                if not gate.ready(host, now):
+                    heapq.heappop(self._ready)
+                    due = gate.due(host)
+                    if due > now:
+                        heapq.heappush(self._later, (due, host))
+                    else:
+                        self._busy.add(host)
+                    continue
+            heapq.heappop(self._ready)
+            rows = self.db.execute(
+                "SELECT hash, url, original, depth, key, extra FROM urls WHERE state = 0 AND host = ?"
+                " ORDER BY key LIMIT 2",
+                (host,),
+            ).fetchall()
+            if not rows:  # the head was leased through another path meanwhile
+                self._heads.pop(host, None)
+                continue
+            row = rows[0]
+            self.db.execute("UPDATE urls SET state = 1 WHERE hash = ?", (row[0],))
+            if len(rows) > 1:
+                self._heads[host] = rows[1][4]
+                heapq.heappush(self._ready, (rows[1][4], host))
+            else:
+                self._heads.pop(host, None)
+            if self.dfs:
+                self._handed.add(row[0])
+            self.dirty = True
+            return Entry(row[1], row[2], row[3], row[4], row[5], host)
+        return None
+
+    def _drop_host(self, host: str) -> None:
+        """Mark every queued URL of a dropped host done."""
+        self.db.execute(
+            "UPDATE urls SET state = 2, outcome = 'host-dropped' WHERE state = 0 AND host = ?",
+            (host,),
+        )
+        self._heads.pop(host, None)
         self.dirty = True
-        return Entry(*row[1:])
 
     def pending(self) -> int:
         """How many URLs are queued."""

@@ -1,28 +1,35 @@
-"""Per-host politeness on top of Scrapy's download slots (one slot per host name).
+"""Reports what each request to a host did to the crawl's politeness state.
 
-Scrapy already keeps ``CONCURRENT_REQUESTS_PER_DOMAIN`` (``host-concurrency``) and
-``DOWNLOAD_DELAY`` (``delay``) per slot. This middleware adds what it lacks (SPEC 6):
+The frontier (:mod:`tarantula.scheduler`) hands a host's next URL out only when
+:class:`~tarantula.core.politeness.Politeness` says the host is due and under its concurrency; this
+middleware tells it how each request ended:
 
-- the robots.txt ``Crawl-delay`` of each host (Scrapy parses it but never applies it);
-- ``delay-factor``: after a response that took *t* seconds, the next request to that host starts
-  no sooner than *t* × (1 + factor) after the previous one started, i.e. at least factor × *t*
-  after the response, as Mercator waits;
-- ``host-failures``: a host that fails that many times in a row (timeouts, refused or reset
-  connections, DNS errors; any HTTP answer resets the count) is dropped for the rest of the crawl.
+- a response: its latency (for ``delay-factor``); for 429, 503 and the other retryable statuses a
+  back-off, by ``Retry-After`` when the server sends one (the retry middleware then queues the
+  request again, and it waits in the frontier until the host is due); a back-off beyond
+  ``max-retry-after`` drops the host;
+- a timeout or connection error: ``host-failures`` of them in a row drop the host;
+- the robots.txt ``Crawl-delay`` of each host, from Scrapy's ``robots_parsed`` signal (Scrapy
+  parses it but never applies it).
 
-It sits next to the downloader (after the retry middleware), so every attempt counts.
+It sits next to the downloader (above the retry and redirect middlewares), so it sees every
+attempt and every answer, redirects included. At the end of the crawl it writes per-host stats.
 
-Stats: ``tarantula/hosts/dropped``, ``tarantula/filtered/host-dropped``.
+Stats: ``tarantula/hosts/dropped``, ``tarantula/hosts/backoffs``,
+``tarantula/host/<name>/{requests,bytes,errors,mean-latency,delay}``.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
+
+from tarantula.core.politeness import retry_after_seconds
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -30,97 +37,101 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.robotstxt import RobotParser
 
+    from tarantula.core.politeness import Politeness
+
 logger = logging.getLogger(__name__)
+
+#: Answers that mean "not now": the host is backed off before the retry.
+BACKOFF_STATUSES = frozenset({429, 503, 500, 502, 504, 408})
 
 
 class PolitenessMiddleware:
-    def __init__(
-        self,
-        crawler: Crawler,
-        delay: float,
-        delay_factor: float,
-        host_failures: int,
-        user_agent: str,
-    ):
+    def __init__(self, crawler: Crawler, politeness: Politeness, user_agent: str) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.delay = delay
-        self.delay_factor = delay_factor
-        self.host_failures = host_failures
+        self.politeness = politeness
         self.user_agent = user_agent
-        self.crawl_delays: dict[str, float] = {}
-        self.failures: dict[str, int] = {}
-        self.dropped: set[str] = set()
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
-        if delay_factor > 0:
-            crawler.signals.connect(self._response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
-        config = getattr(crawler.spider, "config", None)
-        if config is None:
-            raise NotConfigured("the spider has no Tarantula configuration")
-        return cls(
-            crawler,
-            config.delay,
-            config.delay_factor,
-            config.host_failures,
-            crawler.settings.get("ROBOTSTXT_USER_AGENT") or config.user_agent,
-        )
+        politeness = getattr(crawler.spider, "politeness", None)
+        if politeness is None:
+            raise NotConfigured("the spider keeps no politeness state")
+        return cls(crawler, politeness, crawler.settings.get("ROBOTSTXT_USER_AGENT") or "tarantula")
 
     def _robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
         crawl_delay = robotparser.crawl_delay(self.user_agent)
-        if crawl_delay and crawl_delay > self.delay:
-            host = urlparse_cached(request).hostname or ""
-            self.crawl_delays[host] = crawl_delay
-            self._set_delay(host, crawl_delay)
+        host = urlparse_cached(request).hostname or ""
+        if crawl_delay and crawl_delay > self.politeness.delay:
+            self.politeness.set_crawl_delay(host, crawl_delay)
             logger.info("%s asks for a Crawl-delay of %s s", host, crawl_delay)
 
-    def _set_delay(self, host: str, delay: float) -> None:
-        """Apply ``delay`` to the host's download slot, now and whenever Scrapy recreates it."""
-        downloader = self.crawler.engine.downloader if self.crawler.engine else None
-        if downloader is None:
-            return
-        downloader.per_slot_settings.setdefault(host, {})["delay"] = delay
-        slot = downloader.slots.get(host)
-        if slot is not None:
-            slot.delay = delay
-
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        if self.dropped and urlparse_cached(request).hostname in self.dropped:
+        host = request.meta.get("tarantula_host")
+        if host is not None and self.politeness.dropped(host):
             self.stats.inc_value("tarantula/filtered/host-dropped")
-            raise IgnoreRequest("host dropped after repeated failures")
+            raise IgnoreRequest("host dropped")  # released in process_exception
+
+    @staticmethod
+    def _host(request: Request) -> tuple[str, bool]:
+        """The request's host, and whether the frontier handed it out (robots.txt it does not);
+        the mark is taken off so that the request is released once."""
+        handed = request.meta.pop("tarantula_host", None)
+        return handed or urlparse_cached(request).hostname or "", handed is not None
 
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
-        self.failures.pop(urlparse_cached(request).hostname or "", None)
+        host, handed = self._host(request)
+        now = time.monotonic()
+        self.politeness.finished(
+            host, now, request.meta.get("download_latency", 0.0), len(response.body)
+        )
+        if response.status in BACKOFF_STATUSES:
+            seconds = retry_after_seconds(_header(response, "Retry-After"), time.time())
+            cap = 60.0 if response.status in (429, 503) else 8.0
+            wait, dropped = self.politeness.back_off(host, now, seconds, cap)
+            self.stats.inc_value("tarantula/hosts/backoffs")
+            if dropped:
+                self._dropped(host, f"it asked to wait {wait:.0f} s (HTTP {response.status})")
+            else:
+                logger.info("Backing off %s for %.1f s (HTTP %d)", host, wait, response.status)
+        else:
+            self.politeness.recovered(host)
+        if handed:
+            self.politeness.release(host)
         return response
-
-    def _response_downloaded(self, response: Response, request: Request) -> None:
-        # A signal, not process_response: the slot starts its next request as soon as the download
-        # ends, before the middlewares see the response; the new delay must be in place by then.
-        latency = request.meta.get("download_latency")
-        if latency is None:
-            return
-        host = urlparse_cached(request).hostname or ""
-        floor = max(self.delay, self.crawl_delays.get(host, 0.0))
-        self._set_delay(host, max(floor, latency * (1 + self.delay_factor)))
 
     def process_exception(
         self, request: Request, exception: Exception, spider: Spider | None = None
     ) -> None:
-        if isinstance(exception, IgnoreRequest) or not self.host_failures:
-            return
-        host = urlparse_cached(request).hostname or ""
-        count = self.failures.get(host, 0) + 1
-        self.failures[host] = count
-        if count >= self.host_failures and host not in self.dropped:
-            self.dropped.add(host)
-            self.stats.inc_value("tarantula/hosts/dropped")
-            logger.warning(
-                "Dropping host %s after %d consecutive failures (last: %s)",
-                host,
-                count,
-                exception.__class__.__name__,
+        host, handed = self._host(request)
+        if not isinstance(exception, IgnoreRequest) and self.politeness.failed(
+            host, time.monotonic()
+        ):
+            failures = self.politeness.host(host).failures
+            self._dropped(
+                host, f"{failures} consecutive failures (last: {exception.__class__.__name__})"
             )
+        if handed:
+            self.politeness.release(host)
+
+    def _dropped(self, host: str, why: str) -> None:
+        self.stats.inc_value("tarantula/hosts/dropped")
+        logger.warning("Dropping host %s after %s", host, why)
+
+    def _closed(self) -> None:
+        for name, host in self.politeness.hosts.items():
+            prefix = f"tarantula/host/{name}/"
+            self.stats.set_value(prefix + "requests", host.requests)
+            self.stats.set_value(prefix + "bytes", host.bytes)
+            self.stats.set_value(prefix + "errors", host.errors)
+            self.stats.set_value(prefix + "mean-latency", round(host.mean_latency, 4))
+            self.stats.set_value(prefix + "delay", self.politeness.gap(name))
+
+
+def _header(response: Response, name: str) -> str | None:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else None

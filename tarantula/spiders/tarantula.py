@@ -39,6 +39,7 @@ from tarantula.core.config import CrawlConfig, load_config
 from tarantula.core.document import doc_type, encoding_label, is_text, parse_html, pdf_title
 from tarantula.core.filters import extension
 from tarantula.core.mirror import sweep_temporary
+from tarantula.core.politeness import Politeness
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.state import CrawlState, Entry, Run, dfs_path
@@ -75,10 +76,15 @@ class TarantulaSpider(Spider):
         super().__init__(**kwargs)
         self.config = config
         self.rules = UrlRules(config)
-        self.state = (
-            state
-            if state is not None
-            else CrawlState(state_path(config), config.traversal_algorithm)
+        if state is None:
+            state = CrawlState(state_path(config), config.traversal_algorithm)
+        self.state = state
+        self.politeness = Politeness(
+            config.delay,
+            config.delay_factor,
+            config.host_concurrency,
+            config.host_failures,
+            config.max_retry_after,
         )
         self._robots: RobotsTxtMiddleware | None = None
 

@@ -101,7 +101,7 @@ def test_robots_crawl_delay_is_honoured(web, crawl):
     web.add("a.test", "/robots.txt", Resource(b"User-agent: *\nCrawl-delay: 0.5\n"))
     result = crawl([web.url("a.test", "/")], delay=0.05, threads=4)
     starts = [r.time for r in web.requests if r.host == "a.test"]
-    gaps = [b - a for a, b in itertools.pairwise(starts)]  # after robots.txt is known
+    gaps = [b - a for a, b in itertools.pairwise(starts[1:])]  # after robots.txt is known
     assert len(result.records) == 5
     assert min(gaps) >= 0.5 - 0.02, gaps
 
