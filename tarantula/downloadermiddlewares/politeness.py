@@ -13,7 +13,7 @@ middleware tells it how each request ended:
   parses it but never applies it).
 
 It sits next to the downloader (above the retry and redirect middlewares), so it sees every
-attempt and every answer, redirects included. At the end of the crawl it writes per-host stats.
+attempt and every answer, redirects included. It keeps per-host stats up to date.
 
 Stats: ``tarantula/hosts/dropped``, ``tarantula/hosts/backoffs``,
 ``tarantula/host/<name>/{requests,bytes,errors,mean-latency,delay}``.
@@ -52,7 +52,6 @@ class PolitenessMiddleware:
         self.politeness = politeness
         self.user_agent = user_agent
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
-        crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
@@ -102,6 +101,7 @@ class PolitenessMiddleware:
             self.politeness.recovered(host)
         if handed:
             self.politeness.release(host)
+        self._report(host)
         return response
 
     def process_exception(
@@ -122,14 +122,14 @@ class PolitenessMiddleware:
         self.stats.inc_value("tarantula/hosts/dropped")
         logger.warning("Dropping host %s after %s", host, why)
 
-    def _closed(self) -> None:
-        for name, host in self.politeness.hosts.items():
-            prefix = f"tarantula/host/{name}/"
-            self.stats.set_value(prefix + "requests", host.requests)
-            self.stats.set_value(prefix + "bytes", host.bytes)
-            self.stats.set_value(prefix + "errors", host.errors)
-            self.stats.set_value(prefix + "mean-latency", round(host.mean_latency, 4))
-            self.stats.set_value(prefix + "delay", self.politeness.gap(name))
+    def _report(self, name: str) -> None:
+        host = self.politeness.host(name)
+        prefix = f"tarantula/host/{name}/"
+        self.stats.set_value(prefix + "requests", host.requests)
+        self.stats.set_value(prefix + "bytes", host.bytes)
+        self.stats.set_value(prefix + "errors", host.errors)
+        self.stats.set_value(prefix + "mean-latency", round(host.mean_latency, 4))
+        self.stats.set_value(prefix + "delay", self.politeness.gap(name))
 
 
 def _header(response: Response, name: str) -> str | None:

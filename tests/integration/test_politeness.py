@@ -1,0 +1,86 @@
+"""End-to-end: the polite frontier, judged from the server's own request log (SPEC 6)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tarantula.demo.server import Resource
+
+from ..conftest import max_in_flight
+
+pytestmark = pytest.mark.e2e
+
+
+def pages(web, host, count, delay=0.0, extra_links=""):
+    links = "".join(f'<a href="/p{i}.html">p</a>' for i in range(count))
+    web.page(host, "/", f"<title>{host}</title>{links}{extra_links}")
+    for i in range(count):
+        body = f"<title>{host} {i}</title>".encode()
+        web.add(
+            host, f"/p{i}.html", Resource(body, delay=delay, headers={"Content-Type": "text/html"})
+        )
+
+
+def test_retry_after_pushes_the_host_back(web, crawl):
+    hits = []
+
+    def limited(record):
+        hits.append(record.time)
+        if len(hits) == 1:
+            return Resource(b"slow down", status=429, headers={"Retry-After": "2"})
+        return Resource(b"<title>ok</title>", headers={"Content-Type": "text/html"})
+
+    web.page("a.test", "/", '<a href="/limited.html">l</a><a href="/other.html">o</a>')
+    web.add("a.test", "/limited.html", limited)
+    web.page("a.test", "/other.html", "other")
+    result = crawl([web.url("a.test", "/")], threads=1)
+    assert result.status == 0
+    assert len(hits) == 2 and hits[1] - hits[0] >= 2.0 - 0.05
+    after = [r.time for r in web.requests if r.time > hits[0] and r.host == "a.test"]
+    assert all(t - hits[0] >= 2.0 - 0.05 for t in after), "the whole host waits, not only the URL"
+    assert web.url("a.test", "/limited.html") in result.urls
+    assert "Backing off a.test for 2.0 s (HTTP 429)" in result.log
+
+
+def test_retry_after_beyond_the_limit_drops_the_host(web, crawl):
+    web.page("a.test", "/", '<a href="/x.html">x</a>' + f'<a href="{web.url("b.test", "/")}">b</a>')
+    web.add("a.test", "/x.html", Resource(b"busy", status=503, headers={"Retry-After": "3600"}))
+    web.page("b.test", "/", "b")
+    result = crawl([web.url("a.test", "/")], scope="free-spanning", max_retry_after=60)
+    assert result.status == 0
+    assert web.targets("a.test").count("/x.html") == 1
+    assert "Dropping host a.test after it asked to wait 3600 s (HTTP 503)" in result.log
+    assert web.url("b.test", "/") in result.urls
+
+
+def test_a_slow_host_does_not_hold_up_the_others(web, crawl):
+    pages(web, "slow.test", 6, delay=1.5)
+    for host in ("f1.test", "f2.test", "f3.test"):
+        pages(web, host, 20)
+    seeds = [web.url(h, "/") for h in ("slow.test", "f1.test", "f2.test", "f3.test")]
+    result = crawl(seeds, scope="free-spanning", threads=4, host_concurrency=1)
+    assert result.status == 0 and len(result.records) == 4 + 6 + 60
+    fast = [r for r in web.requests if r.host != "slow.test"]
+    slow = [r for r in web.requests if r.host == "slow.test"]
+    # The fast hosts are done long before the slow one, and never wait on it.
+    assert max(r.end for r in fast) < min(r.end for r in slow[-3:])
+    assert max_in_flight(web.requests, "slow.test") == 1
+
+
+def test_no_heartbeat_stalls_with_a_short_delay(web, crawl):
+    pages(web, "a.test", 6)
+    result = crawl([web.url("a.test", "/")], delay=0.3, threads=1)
+    starts = [r.time for r in web.requests]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert len(result.records) == 7
+    assert min(gaps) >= 0.3 - 0.02 and max(gaps) < 1.0, gaps  # Scrapy's heartbeat would give 5 s
+
+
+def test_per_host_stats(web, crawl):
+    pages(web, "a.test", 3)
+    result = crawl([web.url("a.test", "/")])
+    assert "'tarantula/host/a.test/requests': 4" in result.log
+    assert "'tarantula/host/a.test/errors': 0" in result.log
+    assert "'tarantula/host/a.test/mean-latency'" in result.log
