@@ -125,6 +125,9 @@ class FrontierScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         now = time.monotonic()
         entry = self.state.pop(now, self.politeness)
+        if self.state.dropped_urls:
+            self._inc("tarantula/filtered/host-dropped", self.state.dropped_urls)
+            self.state.dropped_urls = 0
         if entry is None:
             self._wake_at(self.state.next_due())
             return None
@@ -150,5 +153,5 @@ class FrontierScheduler(BaseScheduler):
         if slot is not None and slot.nextcall is not None:
             slot.nextcall.schedule()
 
-    def _inc(self, key: str) -> None:
-        self.stats.inc_value(key)
+    def _inc(self, key: str, count: int = 1) -> None:
+        self.stats.inc_value(key, count)

@@ -41,6 +41,8 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "tarantula.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
     "tarantula.downloadermiddlewares.politeness.PolitenessMiddleware": 650,
+    "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
+    "tarantula.downloadermiddlewares.redirect.RedirectMiddleware": 600,
 }
 ITEM_PIPELINES = {
     "tarantula.pipelines.mirror.MirrorPipeline": 300,

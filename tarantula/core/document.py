@@ -131,6 +131,10 @@ class HtmlPage:
 
 _PARSER = lxml.html.HTMLParser(encoding="utf-8", recover=True, no_network=True)
 
+#: Titles and anchor texts are cut to this many characters: an unclosed <title> would otherwise
+#: carry a whole page into the index.
+MAX_TEXT = 1000
+
 
 def parse_html(text: str) -> HtmlPage:
     """Title, base and links (``<a href>``, ``<area href>``) of an HTML page, in document order.
@@ -149,7 +153,7 @@ def parse_html(text: str) -> HtmlPage:
         tag = el.tag
         if tag == "title":
             if page.title is None:
-                page.title = clean(el.text_content()) or None
+                page.title = clean(el.text_content())[:MAX_TEXT] or None
             continue
         href = el.get("href")
         if href is None:
@@ -164,7 +168,7 @@ def parse_html(text: str) -> HtmlPage:
             anchor = clean(el.text_content()) or clean(
                 " ".join(img.get("alt") or "" for img in el.iter("img"))
             )
-        page.links.append((href, anchor))
+        page.links.append((href, anchor[:MAX_TEXT]))
     return page
 
 

@@ -257,6 +257,7 @@ class CrawlState:
         self._ready: list[tuple[bytes, str]] = []
         self._later: list[tuple[float, str]] = []
         self._busy: set[str] = set()
+        self.dropped_urls = 0  # queued URLs given up with their host
         row = self.db.execute("SELECT value FROM counters WHERE name = 'arrival'").fetchone()
         self._arrival = self._saved_arrival = row[0] if row else 0
         self.sync_folder: Path | None = None  # synced before each commit when files were written
@@ -481,11 +482,12 @@ class CrawlState:
         return None
 
     def _drop_host(self, host: str) -> None:
-        """Mark every queued URL of a dropped host done."""
-        self.db.execute(
+        """Mark every queued URL of a dropped host done (counted in :attr:`dropped_urls`)."""
+        cursor = self.db.execute(
             "UPDATE urls SET state = 2, outcome = 'host-dropped' WHERE state = 0 AND host = ?",
             (host,),
         )
+        self.dropped_urls += cursor.rowcount
         self._heads.pop(host, None)
         self.dirty = True
 

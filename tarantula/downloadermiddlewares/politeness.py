@@ -4,10 +4,11 @@ The frontier (:mod:`tarantula.scheduler`) hands a host's next URL out only when
 :class:`~tarantula.core.politeness.Politeness` says the host is due and under its concurrency; this
 middleware tells it how each request ended:
 
-- a response: its latency (for ``delay-factor``); for 429, 503 and the other retryable statuses a
-  back-off, by ``Retry-After`` when the server sends one (the retry middleware then queues the
-  request again, and it waits in the frontier until the host is due); a back-off beyond
-  ``max-retry-after`` drops the host;
+- a response: its latency (for ``delay-factor``); for 429 and 503 a back-off by ``Retry-After``
+  when the server sends one, else doubling with each one in a row (up to a minute); for 500, 502,
+  504 and 408 a short pause before each retry (0.5 s, then 1 s ...). The retry middleware queues
+  the request again, and it waits in the frontier until the host is due. A ``Retry-After``
+  beyond ``max-retry-after`` drops the host;
 - a timeout or connection error: ``host-failures`` of them in a row drop the host;
 - the robots.txt ``Crawl-delay`` of each host, from Scrapy's ``robots_parsed`` signal (Scrapy
   parses it but never applies it).
@@ -43,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 #: Answers that mean "not now": the host is backed off before the retry.
 BACKOFF_STATUSES = frozenset({429, 503, 500, 502, 504, 408})
+#: Answers that ask the crawler to slow down: without Retry-After, the back-off doubles each time.
+THROTTLE_STATUSES = frozenset({429, 503})
 
 
 class PolitenessMiddleware:
@@ -90,8 +93,10 @@ class PolitenessMiddleware:
         )
         if response.status in BACKOFF_STATUSES:
             seconds = retry_after_seconds(_header(response, "Retry-After"), time.time())
-            cap = 60.0 if response.status in (429, 503) else 8.0
-            wait, dropped = self.politeness.back_off(host, now, seconds, cap)
+            if seconds is None and response.status not in THROTTLE_STATUSES:
+                # A server error, not a request to slow down: a short pause before each retry.
+                seconds = min(4.0, 0.5 * 2 ** request.meta.get("retry_times", 0))
+            wait, dropped = self.politeness.back_off(host, now, seconds)
             self.stats.inc_value("tarantula/hosts/backoffs")
             if dropped:
                 self._dropped(host, f"it asked to wait {wait:.0f} s (HTTP {response.status})")

@@ -21,6 +21,7 @@ Stats: ``tarantula/filtered/<rule>`` per link dropped, ``tarantula/failures/<kin
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -33,6 +34,7 @@ from scrapy import Request, Spider
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
+from w3lib.encoding import http_content_type_encoding, read_bom
 
 from tarantula.configure import crawl_settings
 from tarantula.core.config import CrawlConfig, load_config
@@ -43,7 +45,7 @@ from tarantula.core.politeness import Politeness
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.state import CrawlState, Entry, Run, dfs_path
-from tarantula.core.urls import file_name, join_url, url_md5
+from tarantula.core.urls import UrlRejected, file_name, join_url, url_md5
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.pipelines.index import INDEX_NAME
@@ -62,6 +64,16 @@ STATE_NAME = "state.db"
 
 def state_path(config: CrawlConfig) -> Path:
     return config.repository / STATE_FOLDER / STATE_NAME
+
+
+def html_encoding_override(response: TextResponse) -> str | None:
+    """UTF-8 where the HTML standard says a page declaring UTF-16/32 in a ``<meta>`` really is
+    (a meta tag readable as ASCII cannot be in UTF-16); None to keep the encoding Scrapy chose."""
+    chosen = response.encoding.lower().replace("_", "-")
+    if not chosen.startswith(("utf-16", "utf-32")) or read_bom(response.body)[0]:
+        return None
+    header = http_content_type_encoding(_header(response, "Content-Type") or "") or ""
+    return None if header.startswith(("utf-16", "utf-32", "utf_16", "utf_32")) else "utf-8"
 
 
 def _header(response: Response, name: str) -> str | None:
@@ -269,6 +281,11 @@ class TarantulaSpider(Spider):
             logger.info("Duplicate of %s: %s", original, url)
             return
         text_response = response if isinstance(response, TextResponse) else None
+        if (
+            text_response is not None
+            and (forced := html_encoding_override(text_response)) is not None
+        ):
+            text_response = text_response.replace(encoding=forced)
         text = text_response is not None and is_text(content_type, dtype)
 
         title: str | None = None
@@ -319,7 +336,12 @@ class TarantulaSpider(Spider):
                       listed: list[tuple[str, str]]) -> AsyncIterator[Request]:  # fmt: skip
         """Check each link; append those that pass to ``listed``; yield requests for new ones."""
         self.crawler.stats.inc_value("tarantula/pages/parsed")
-        base = join_url(response.url, base_href) if base_href else response.url
+        base = response.url
+        if base_href:
+            with contextlib.suppress(
+                UrlRejected
+            ):  # a broken <base href> is ignored, as browsers do
+                base = join_url(response.url, base_href)
         stats = self.crawler.stats
         robots = self.robots
         path = response.meta.get("tarantula_path", ())
@@ -328,12 +350,19 @@ class TarantulaSpider(Spider):
         limit = self.config.max_outlinks
         if limit and len(hrefs) > limit:
             stats.inc_value("tarantula/filtered/too-many-outlinks", len(hrefs) - limit)
-            logger.debug("Links dropped (too-many-outlinks): %d after the first %d of %s",
-                         len(hrefs) - limit, limit, response.url)  # fmt: skip
+            if logger.isEnabledFor(logging.DEBUG):
+                for href, _ in hrefs[limit:]:
+                    with contextlib.suppress(UrlRejected):
+                        logger.debug("Link dropped (too-many-outlinks): %s", join_url(base, href))
             hrefs = hrefs[:limit]
         queued: set[str] = set()
         for number, (href, anchor) in enumerate(hrefs):
-            absolute = join_url(base, href)
+            try:
+                absolute = join_url(base, href)
+            except UrlRejected:
+                stats.inc_value("tarantula/filtered/invalid")
+                logger.debug("Link dropped (invalid): %r", href)
+                continue
             verdict = self.rules.check(absolute, href)
             link = verdict.url
             if link is None or not verdict.passed:

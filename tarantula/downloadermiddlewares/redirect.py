@@ -1,0 +1,61 @@
+"""Scrapy's redirect middleware, with Tarantula's URL rules applied to the target first.
+
+Scrapy hands back the 3xx response itself when the ``Location`` is not http(s) (``ftp:``,
+``data:``, ``file:``), and fails with a ``ValueError`` on one it cannot build a request for
+(``javascript:``, ``mailto:``, a broken IPv6 literal). Here every target is resolved and run
+through :class:`~tarantula.core.rules.UrlRules` before Scrapy sees it: a target that is not a
+well-formed http(s) URL, is too long or pathological, leaves the scope, is on the reject list, or
+is not worth fetching is not followed, and is counted and logged (level 2) under its rule like any
+link. robots.txt is applied to followed targets by the robots middleware.
+
+Stats: ``tarantula/filtered/<rule>``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.downloadermiddlewares.redirect import RedirectMiddleware as ScrapyRedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
+
+from tarantula.core.urls import UrlRejected, join_url
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+
+class RedirectMiddleware(ScrapyRedirectMiddleware):
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
+        rules = getattr(self.crawler.spider, "rules", None)
+        location = response.headers.get("Location")
+        if (
+            rules is not None
+            and location
+            and response.status in REDIRECT_STATUSES
+            and not request.meta.get("dont_redirect")
+            and not request.meta.get("dont_obey_robotstxt")  # robots.txt may redirect anywhere
+        ):
+            target = location.decode("latin-1")
+            try:
+                absolute = join_url(request.url, target)
+            except UrlRejected:
+                self._refuse("invalid", target)
+            verdict = rules.check(absolute, target)
+            if verdict.rule is not None:
+                self._refuse(verdict.rule, absolute)
+            if verdict.url is not None and not rules.worth_fetching(verdict.url):
+                self._refuse("not-accepted", absolute)
+        return super().process_response(request, response)
+
+    def _refuse(self, rule: str, target: str) -> None:
+        self.crawler.stats.inc_value(f"tarantula/filtered/{rule}")
+        logger.debug("Not fetched (%s): %s", rule, target)
+        raise IgnoreRequest(f"redirect target filtered by rule {rule}")
