@@ -180,6 +180,3 @@ class Politeness:
     def recovered(self, name: str) -> None:
         """A normal answer ends a series of back-offs."""
         self.host(name).backoffs = 0
-
-    def drop(self, name: str) -> None:
-        self.host(name).dropped = True

@@ -505,26 +505,12 @@ class CrawlState:
         )
         self.dirty = True
 
-    def outcomes(self) -> dict[str, int]:
-        rows = self.db.execute(
-            "SELECT outcome, count(*) FROM urls WHERE generation = ? AND state = 2 GROUP BY outcome",
-            (self.generation,),
-        )
-        return {outcome or "-": n for outcome, n in rows}
-
-    # -- documents -----------------------------------------------------------------------------
-
     def document(self, url: str) -> StoredDocument | None:
         row = self.db.execute(
             "SELECT url, path, md5, last_modified, etag, record FROM documents WHERE url = ?",
             (url,),
         ).fetchone()
         return StoredDocument(*row) if row else None
-
-    def document_with_md5(self, md5: str) -> str | None:
-        """The URL of a stored document with this content MD5, if any."""
-        row = self.db.execute("SELECT url FROM documents WHERE md5 = ? LIMIT 1", (md5,)).fetchone()
-        return row[0] if row else None
 
     def path_owner(self, path: str) -> str | None:
         """The URL of the stored document whose copy is at mirror ``path``, if any."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 import encodings.idna
 import hashlib
 import ipaddress
-import posixpath
 import re
 from functools import lru_cache
 from urllib.parse import unquote_to_bytes, urljoin
@@ -230,24 +229,6 @@ def url_md5(normalized_url: str) -> str:
     'a6bf1757fff057f266b697df9cf176fd'
     """
     return hashlib.md5(normalized_url.encode("utf-8"), usedforsecurity=False).hexdigest()
-
-
-def _path(url: str) -> str:
-    """The path of a normalized URL, without query or fragment."""
-    rest = url.partition("://")[2]
-    slash = rest.find("/")
-    if slash < 0:
-        return "/"
-    return rest[slash:].partition("?")[0].partition("#")[0]
-
-
-def url_extension(normalized_url: str) -> str:
-    """Lower-case extension of the URL's last path segment, without the dot; "" if it has none.
-
-    >>> url_extension("http://ex.com/a/Report.PDF?x=1.html"), url_extension("http://ex.com/a.d/")
-    ('pdf', '')
-    """
-    return posixpath.splitext(_path(normalized_url).rpartition("/")[2])[1][1:].lower()
 
 
 def file_name(url_path: str) -> str:

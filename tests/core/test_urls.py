@@ -15,7 +15,6 @@ from tarantula.core.urls import (
     file_name,
     join_url,
     normalize_url,
-    url_extension,
     url_md5,
 )
 
@@ -252,24 +251,6 @@ def test_url_md5():
     assert url_md5("http://example.com/") == "a6bf1757fff057f266b697df9cf176fd"
     assert url_md5("http://ex.com/%C3%BC") == "11929df72a33845641c06b4790cb7aaa"
     assert url_md5("http://ex.com/ü") != url_md5("http://ex.com/%C3%BC")  # the bytes, as given
-
-
-@pytest.mark.parametrize(
-    ("url", "extension"),
-    [
-        ("http://ex.com/a/b.html", "html"),
-        ("http://ex.com/a/Report.PDF", "pdf"),
-        ("http://ex.com/a.tar.gz", "gz"),
-        ("http://ex.com/page.php?file=x.pdf", "php"),
-        ("http://ex.com/about", ""),
-        ("http://ex.com/a.d/", ""),
-        ("http://ex.com/", ""),
-        ("http://ex.com/.htaccess", ""),
-        ("http://ex.com/file.", ""),
-    ],
-)
-def test_url_extension(url, extension):
-    assert url_extension(url) == extension
 
 
 @pytest.mark.parametrize(
