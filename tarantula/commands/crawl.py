@@ -10,7 +10,6 @@ alone would exit 0). Other spiders run as with Scrapy's command.
 
 from __future__ import annotations
 
-import sys
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -18,7 +17,8 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.core.config import ConfigError, CrawlConfig, load_config
+from tarantula.commands import load_or_report
+from tarantula.core.config import CrawlConfig
 from tarantula.core.state import CrawlState
 from tarantula.extensions.summary import CrawlSummary
 from tarantula.spiders.tarantula import TarantulaSpider, state_path
@@ -53,11 +53,8 @@ class Command(ScrapyCrawlCommand):
         conf = opts.spargs.get("conf") or self.settings.get("TARANTULA_CONF")
         if not conf:
             raise UsageError("no configuration file: use -a conf=PATH", print_help=False)
-        try:
-            config = load_config(conf)
-        except ConfigError as exc:
-            print(exc, file=sys.stderr)
-            self.exitcode = 2
+        config = load_or_report(self, conf)
+        if config is None:
             return
         waiting = recrawl_wait(config)
         if waiting:

@@ -10,14 +10,14 @@ crawl would. Depth and duplicate content depend on the crawl itself and are not 
 from __future__ import annotations
 
 import http.client
-import sys
 from typing import TYPE_CHECKING
 
 from protego import Protego
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.core.config import ConfigError, CrawlConfig, load_config
+from tarantula.commands import load_or_report
+from tarantula.core.config import CrawlConfig
 from tarantula.core.rules import UrlRules, explain
 from tarantula.core.scope import origin
 from tarantula.downloadermiddlewares.robotstxt import robots_rules
@@ -67,11 +67,8 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) < 2:
             raise UsageError("give the configuration file and at least one URL")
-        try:
-            config = load_config(args[0])
-        except ConfigError as exc:
-            print(exc, file=sys.stderr)
-            self.exitcode = 2
+        config = load_or_report(self, args[0])
+        if config is None:
             return
         rules = UrlRules(config)
         robots: dict[tuple[str, int], Protego] = {}

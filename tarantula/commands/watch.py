@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.core.config import ConfigError, load_config
+from tarantula.commands import load_or_report
 from tarantula.core.state import CrawlState
 from tarantula.spiders.tarantula import state_path
 
@@ -40,20 +40,11 @@ class Command(ScrapyCommand):
     def short_desc(self) -> str:
         return "Crawl, then recrawl every time the configured period has passed (service mode)"
 
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        parser.add_argument(
-            "--once", action="store_true", help="stop after one crawl (for testing)"
-        )
-
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give the configuration file: scrapy watch CONF")
-        try:
-            config = load_config(args[0])
-        except ConfigError as exc:
-            print(exc, file=sys.stderr)
-            self.exitcode = 2
+        config = load_or_report(self, args[0])
+        if config is None:
             return
         stop = False
 
@@ -71,7 +62,7 @@ class Command(ScrapyCommand):
                         child.wait()
                     except KeyboardInterrupt:
                         stop = True  # the child got the same SIGINT: let it stop gracefully
-                if child.returncode == 2 or opts.once:
+                if child.returncode == 2:
                     self.exitcode = child.returncode
                     return
                 last = CrawlState.last_run_of(state_path(config))
