@@ -21,6 +21,7 @@ contacted, and no system file is changed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.metadata
 import os
@@ -35,7 +36,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,23 @@ class Measured:
     wall: float
     cpu: float  # user + sys seconds of the child
     rss_mb: float  # the child's peak resident set size
+    server_cpu: float  # CPU seconds the server spent meanwhile
+    other_cpu: float  # CPU seconds the machine spent meanwhile on anything else
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def machine_busy() -> float:
+    """CPU seconds the machine has spent busy since boot, all cores (0 where /proc is missing)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    busy = sum(fields[:8]) - idle  # guest time is already in user
+    return busy / _TICK
 
 
 def child_env() -> dict[str, str]:
@@ -76,9 +93,16 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def measure(command: list[str], cwd: Path, out: Path, timeout: float) -> Measured:
+def measure(
+    command: list[str],
+    cwd: Path,
+    out: Path,
+    timeout: float,
+    server_cpu: Callable[[], float] = lambda: 0.0,
+) -> Measured:
     """Run ``command`` with stdout and stderr to ``out``; time it and read its rusage."""
     with open(out, "wb") as log:
+        busy, server = machine_busy(), server_cpu()
         started = time.perf_counter()
         process = subprocess.Popen(
             command,
@@ -93,21 +117,31 @@ def measure(command: list[str], cwd: Path, out: Path, timeout: float) -> Measure
 
         def kill() -> None:
             expired.set()
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
         timer = threading.Timer(timeout, kill)
         timer.start()
         try:
             _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:  # Ctrl-C: the child has its own session and would outlive us
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
         finally:
             timer.cancel()
         wall = time.perf_counter() - started
+        busy, server = machine_busy() - busy, server_cpu() - server
     process.returncode = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
     return Measured(
         status="timeout" if expired.is_set() else process.returncode,
         wall=wall,
-        cpu=usage.ru_utime + usage.ru_stime,
+        cpu=cpu,
         rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+        server_cpu=server,
+        other_cpu=max(0.0, busy - cpu - server),
     )
 
 
@@ -124,8 +158,28 @@ class Result:
     rss_mb: float
     complete: float  # fraction of the manifest's URLs fetched
     status: int | str
+    server_cpu: float = 0.0
+    other_cpu: float = 0.0
     notes: list[str] = field(default_factory=list)
     vs_scrapy: float | None = None
+
+    @classmethod
+    def of(
+        cls, crawler: str, run: int, pages: int, m: Measured, complete: float, notes: list[str]
+    ) -> Result:
+        return cls(
+            crawler,
+            run,
+            pages,
+            m.wall,
+            m.cpu,
+            m.rss_mb,
+            complete,
+            m.status,
+            m.server_cpu,
+            m.other_cpu,
+            notes,
+        )
 
     @property
     def pages_per_s(self) -> float:
@@ -145,6 +199,8 @@ COLUMNS = (
     "CPU s",
     "CPU s / 1k pages",
     "peak RSS MB",
+    "server CPU s",
+    "other CPU s",
     "complete",
     "pages/s vs Scrapy",
     "exit",
@@ -159,8 +215,10 @@ def _row(r: Result, run: str) -> list[str]:
         f"{r.wall:.1f}",
         f"{r.pages_per_s:.1f}",
         f"{r.cpu:.1f}",
-        f"{r.cpu_per_1k:.2f}",
+        f"{r.cpu_per_1k:.2f}" if r.pages else "-",
         f"{r.rss_mb:.0f}",
+        f"{r.server_cpu:.1f}",
+        f"{r.other_cpu:.1f}",
         f"{100 * r.complete:.1f}%",
         "-" if r.vs_scrapy is None else f"{r.vs_scrapy:.2f}",
         f"{r.status}",
@@ -196,6 +254,8 @@ def medians(results: list[Result]) -> list[Median]:
             rss_mb=statistics.median(r.rss_mb for r in rs),
             complete=statistics.median(r.complete for r in rs),
             status=",".join(sorted({str(r.status) for r in rs})),
+            server_cpu=statistics.median(r.server_cpu for r in rs),
+            other_cpu=statistics.median(r.other_cpu for r in rs),
             vs_scrapy=statistics.median(ratios) if ratios else None,
         )
         pps = statistics.median(r.pages_per_s for r in rs)
@@ -208,7 +268,8 @@ def median_rows(results: list[Result], runs: int) -> list[list[str]]:
     rows = []
     for m in medians(results):
         row = _row(m.result, f"median of {runs}")
-        row[4], row[6] = f"{m.pages_per_s:.1f}", f"{m.cpu_per_1k:.2f}"
+        row[4] = f"{m.pages_per_s:.1f}"
+        row[6] = f"{m.cpu_per_1k:.2f}" if m.result.pages else "-"
         rows.append(row)
     return rows
 
@@ -229,6 +290,16 @@ class Web:
     @property
     def seed(self) -> str:
         return str(self.manifest["seed"])
+
+
+@dataclass
+class Context:
+    """What every crawler run needs: the web, the time limit, the server's CPU counter."""
+
+    web: Web
+    timeout: float
+    server_cpu: Callable[[], float]
+    tarantula_seeds: list[str]
 
 
 def completeness(fetched: set[str], web: Web) -> tuple[float, list[str]]:
@@ -296,11 +367,12 @@ def index_urls(index: Path) -> list[str]:
     return urls
 
 
-def run_tarantula(folder: Path, web: Web, run: int, timeout: float, seeds: list[str]) -> Result:
+def run_tarantula(folder: Path, ctx: Context, run: int) -> Result:
     folder.mkdir(parents=True)
-    conf = write_tarantula_conf(folder, web, seeds)
+    web = ctx.web
+    conf = write_tarantula_conf(folder, web, ctx.tarantula_seeds)
     command = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
-    m = measure(command, PROJECT, folder / "output.txt", timeout)
+    m = measure(command, PROJECT, folder / "output.txt", ctx.timeout, ctx.server_cpu)
     urls = index_urls(folder / "repository" / "index.txt")
     fraction, missing = completeness(set(urls), web)
     notes = _missing_notes("tarantula", missing, web)
@@ -315,11 +387,12 @@ def run_tarantula(folder: Path, web: Web, run: int, timeout: float, seeds: list[
         summary = [line.strip() for line in output.splitlines() if line.startswith(("Crawl", "  "))]
         if summary:
             notes.append("tarantula summary: " + "; ".join(summary[:8]))
-    return Result("tarantula", run, len(urls), m.wall, m.cpu, m.rss_mb, fraction, m.status, notes)
+    return Result.of("tarantula", run, len(urls), m, fraction, notes)
 
 
-def run_scrapy(folder: Path, web: Web, run: int, timeout: float) -> Result:
+def run_scrapy(folder: Path, ctx: Context, run: int) -> Result:
     folder.mkdir(parents=True)
+    web = ctx.web
     url_log, log = folder / "urls.txt", folder / "scrapy.log"
     settings = {
         "LOG_LEVEL": "INFO",
@@ -341,7 +414,7 @@ def run_scrapy(folder: Path, web: Web, run: int, timeout: float) -> Result:
     for name, value in settings.items():
         command += ["-s", f"{name}={value}"]
     # The working folder is outside the project, so none of Tarantula's project settings apply.
-    m = measure(command, folder, folder / "output.txt", timeout)
+    m = measure(command, folder, folder / "output.txt", ctx.timeout, ctx.server_cpu)
     lines = url_log.read_text(encoding="utf-8").splitlines() if url_log.exists() else []
     fetched = [line.partition(" ")[2] for line in lines]
     documents = [u for u in fetched if not u.endswith("/robots.txt")]
@@ -361,39 +434,21 @@ def run_scrapy(folder: Path, web: Web, run: int, timeout: float) -> Result:
         )
     if m.status != 0 or (stat is None and m.status != "timeout"):
         notes += [f"scrapy log: {line}" for line in _log_lines(log_text, ("ERROR", "CRITICAL"))]
-    return Result("scrapy", run, len(documents), m.wall, m.cpu, m.rss_mb, fraction, m.status, notes)
+    return Result.of("scrapy", run, len(documents), m, fraction, notes)
 
 
 _WGET_URL = re.compile(r"URL:\s*(\S+)")
 
 
-def run_wget(folder: Path, web: Web, run: int, timeout: float) -> Result:
+def run_wget(folder: Path, ctx: Context, run: int) -> Result:
     folder.mkdir(parents=True)
+    web = ctx.web
     log = folder / "wget.log"
-    command = [
-        "wget",
-        "--no-config",
-        "-r",
-        "-l",
-        "inf",
-        "-np",
-        "--no-verbose",
-        "-e",
-        "robots=on",
-        "-H",
-        "-D",
-        DOMAIN,
-        "-e",
-        "use_proxy=yes",
-        "-e",
-        f"http_proxy=127.0.0.1:{web.port}",
-        "-P",
-        str(folder / "mirror"),
-        "-o",
-        str(log),
-        web.seed,
-    ]
-    m = measure(command, folder, folder / "output.txt", timeout)
+    # wget has no resolver setting: every request goes to the server as to an HTTP proxy.
+    command = ["wget", "--no-config", "-r", "-l", "inf", "-np", "--no-verbose", "-e", "robots=on"]
+    command += ["-H", "-D", DOMAIN, "-e", "use_proxy=yes", "-e", f"http_proxy=127.0.0.1:{web.port}"]
+    command += ["-P", str(folder / "mirror"), "-o", str(log), web.seed]
+    m = measure(command, folder, folder / "output.txt", ctx.timeout, ctx.server_cpu)
     text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     fetched = [match.group(1) for match in _WGET_URL.finditer(text)]
     documents = [u for u in fetched if not u.endswith("/robots.txt")]
@@ -401,7 +456,7 @@ def run_wget(folder: Path, web: Web, run: int, timeout: float) -> Result:
     notes = _missing_notes("wget", missing, web)
     if m.status != 0:  # wget exits 8 when a server answered an error, as for a missing page
         notes.append(f"wget: exit status {m.status}")
-    return Result("wget", run, len(documents), m.wall, m.cpu, m.rss_mb, fraction, m.status, notes)
+    return Result.of("wget", run, len(documents), m, fraction, notes)
 
 
 # --- the benchmark ------------------------------------------------------------------------------
@@ -436,13 +491,20 @@ def _cpu_model() -> str:
 
 
 def _commit() -> str:
+    """The project's commit, and whether Tarantula's code differs from it (read-only git)."""
     try:
-        done = subprocess.run(
+        head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT, capture_output=True, text=True
-        )
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--", "tarantula"],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
     except OSError:
         return "unknown"
-    return done.stdout.strip() or "unknown"
+    return (head or "unknown") + (" with uncommitted changes in tarantula/" if changed else "")
 
 
 def machine_lines() -> list[str]:
@@ -454,15 +516,19 @@ def machine_lines() -> list[str]:
     ]
 
 
-@contextmanager
-def serving(web: Web, kind: str, delay: float) -> Iterator[str]:
-    """Start the server; yields its description."""
+@contextlib.contextmanager
+def serving(web: Web, kind: str, delay: float) -> Iterator[tuple[str, Callable[[], float]]]:
+    """Start the server; yields its description and its CPU counter."""
     if kind == "nginx":
-        with Nginx(web.folder, web.port) as server:
-            yield f"nginx {nginx_version()} ({server.workers} workers, sendfile, access log off)"
+        with Nginx(web.folder, web.port) as nginx:
+            desc = f"nginx {nginx_version()} ({nginx.workers} workers, sendfile, access log off)"
+            yield desc, nginx.cpu_seconds
     else:
-        with LatencyServer(web.folder, web.port, delay):
-            yield f"asyncio server ({delay * 1000:.0f} ms per answer, keep-alive)"
+        with LatencyServer(web.folder, web.port, delay) as server:
+            yield (
+                f"asyncio server ({delay * 1000:.0f} ms per answer, keep-alive)",
+                server.cpu_seconds,
+            )
 
 
 def make_web(root: Path, preset: str, seed: int) -> Web:
@@ -483,23 +549,13 @@ def default_timeout(web: Web, delay: float) -> float:
     return 300 + len(web.urls) * (0.05 + delay)
 
 
-Runner = Callable[[Path, Web, int, float], Result]
+Runner = Callable[[Path, Context, int], Result]
+RUNNERS: dict[str, Runner] = {"tarantula": run_tarantula, "scrapy": run_scrapy, "wget": run_wget}
 
 
 def crawl_runs(
-    web: Web,
-    root: Path,
-    crawlers: list[str],
-    runs: int,
-    timeout: float,
-    tarantula_seeds: list[str],
-    keep: bool,
+    ctx: Context, root: Path, crawlers: list[str], runs: int, keep: bool
 ) -> list[Result]:
-    runners: dict[str, Runner] = {
-        "tarantula": lambda f, w, r, t: run_tarantula(f, w, r, t, tarantula_seeds),
-        "scrapy": run_scrapy,
-        "wget": run_wget,
-    }
     results: list[Result] = []
     for run in range(1, runs + 1):
         this_run: dict[str, Result] = {}
@@ -508,12 +564,17 @@ def crawl_runs(
         for crawler in crawlers[shift:] + crawlers[:shift]:
             folder = root / f"run-{run}" / crawler
             print(f"run {run}/{runs}: {crawler} ...", end=" ", flush=True)
-            result = runners[crawler](folder, web, run, timeout)
+            result = RUNNERS[crawler](folder, ctx, run)
             print(
                 f"{result.pages} pages in {result.wall:.1f} s ({result.pages_per_s:.1f}/s), "
                 f"complete {100 * result.complete:.1f}%, exit {result.status}",
                 flush=True,
             )
+            if result.other_cpu > 0.2 * result.wall:
+                result.notes.append(
+                    f"{crawler}, run {run}: other processes took {result.other_cpu:.0f} CPU s "
+                    f"during its {result.wall:.0f} s (server excluded): the machine was not quiet"
+                )
             this_run[crawler] = result
             if not keep:  # the mirrors are large; the logs stay until the end
                 for mirror in ("repository", "mirror"):
@@ -579,6 +640,7 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
         if preset == "latency" or args.wget
         else ["tarantula", "scrapy"]
     )
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     kind, delay, server_notes = choose_server(args)
     if "wget" in crawlers and shutil.which("wget") is None:
         crawlers.remove("wget")
@@ -586,9 +648,10 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
     web = make_web(root, preset, args.seed)
     seeds = [web.seed] if args.single_seed else list(web.manifest["host_roots"])
     timeout = args.timeout or default_timeout(web, delay)
-    with serving(web, kind, delay) as server:
+    with serving(web, kind, delay) as (server, server_cpu):
         print(f"serving on 127.0.0.1:{web.port} with {server}", flush=True)
-        results = crawl_runs(web, root, crawlers, args.runs, timeout, seeds, args.keep)
+        ctx = Context(web, timeout, server_cpu, seeds)
+        results = crawl_runs(ctx, root, crawlers, args.runs, args.keep)
     spec = PRESETS[preset]
     header = [
         f"- web: preset `{preset}`, seed {args.seed}: {spec.hosts} hosts, {web.manifest['pages']} pages "
@@ -604,8 +667,7 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
             else ""
         ),
         *machine_lines(),
-        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; command: `python -m bench.run "
-        f"{' '.join(args.argv)}`",
+        f"- started: {started}; command: `python -m bench.run {' '.join(args.argv)}`",
     ]
     extra = [f"- {note}" for note in server_notes]
     if preset == "latency":
@@ -652,10 +714,11 @@ def memory(args: argparse.Namespace, root: Path) -> str:
         web = make_web(root / preset, preset, args.seed)
         seeds = [web.seed] if args.single_seed else list(web.manifest["host_roots"])
         timeout = args.timeout or default_timeout(web, delay)
-        with serving(web, kind, delay) as server:
+        with serving(web, kind, delay) as (server, server_cpu):
             server_desc = server
             print(f"{preset}: serving on 127.0.0.1:{web.port} with {server}", flush=True)
-            rs = crawl_runs(web, root / preset, ["tarantula"], args.runs, timeout, seeds, args.keep)
+            ctx = Context(web, timeout, server_cpu, seeds)
+            rs = crawl_runs(ctx, root / preset, ["tarantula"], args.runs, args.keep)
         for r in rs:
             r.crawler = f"tarantula ({preset})"
             r.notes += notes
@@ -664,7 +727,12 @@ def memory(args: argparse.Namespace, root: Path) -> str:
             f"- `{preset}`: {len(web.urls)} URLs, {int(web.manifest['bytes']) / 1e6:.0f} MB"
         )
         shutil.rmtree(root / preset / "web", ignore_errors=True)
-    header += [f"- server: {server_desc}", *machine_lines()]
+    header += [
+        f"- server: {server_desc}",
+        f"- Tarantula: threads {CONCURRENCY}, host-concurrency {CONCURRENCY}, delay 0, domain-scope",
+        *machine_lines(),
+        f"- command: `python -m bench.run {' '.join(args.argv)}`",
+    ]
     by = [m.result for m in medians(results)]
     extra = ["## Memory", ""]
     a = by[0]
@@ -731,11 +799,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds: the crawler is killed, the server stopped
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
     root = Path(tempfile.mkdtemp(prefix="tarantula-bench-"))
     try:
         text = memory(args, root) if args.memory else benchmark(args, root)
+    except KeyboardInterrupt:
+        print("\ninterrupted: crawler and server stopped", file=sys.stderr, flush=True)
+        return 130
     finally:
         if args.keep:
             print(f"work folder kept: {root}", flush=True)

@@ -60,6 +60,28 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 
     raise TimeoutError(f"nothing listens on {LOOPBACK}:{port} after {timeout} s")
 
 
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()  # fields from the state on; the name may hold spaces
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and of its live children (nginx's workers), from /proc (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat(int(entry.name))
+        # after the name: state ppid ... utime (field 14) stime (15), i.e. indexes 11 and 12 here
+        if fields and (int(entry.name) == pid or int(fields[1]) == pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
+
+
 def web_hosts(root: Path) -> list[str]:
     return sorted(p.name for p in Path(root).iterdir() if p.is_dir())
 
@@ -82,6 +104,12 @@ class _Child:
     def start(self) -> None:
         raise NotImplementedError
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds used so far by the server process and its children."""
+        if self.process is None:
+            return 0.0
+        return process_tree_cpu(self.process.pid)
+
     def stop(self) -> None:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
@@ -90,7 +118,8 @@ class _Child:
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)  # its own session: nginx's workers too
             process.wait()
 
 
@@ -191,7 +220,11 @@ class Nginx(_Child):
             raise RuntimeError(f"nginx -t failed: {check.stderr.strip()}")
         log = open(self.folder / "stderr.log", "wb")  # noqa: SIM115 - held by the child
         self.process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
         wait_for_port(self.port, self.process)
@@ -231,7 +264,9 @@ class LatencyServer(_Child):
             **os.environ,
             "PYTHONPATH": os.pathsep.join(filter(None, [project, os.environ.get("PYTHONPATH")])),
         }
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env)
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+        )
         wait_for_port(self.port, self.process)
 
 
