@@ -66,6 +66,16 @@ def state_path(config: CrawlConfig) -> Path:
     return config.repository / STATE_FOLDER / STATE_NAME
 
 
+def quiet_loggers(level: str | int) -> None:
+    """Set the crawl's log level on the loggers of the crawl itself.
+
+    Scrapy filters by level in its handler, after every debug message has been built into a
+    record; with the level on the loggers, a message below it costs one comparison.
+    """
+    for name in ("scrapy", "tarantula", "protego", "twisted"):
+        logging.getLogger(name).setLevel(level)
+
+
 def html_encoding_override(response: TextResponse) -> str | None:
     """UTF-8 where the HTML standard says a page declaring UTF-16/32 in a ``<meta>`` really is
     (a meta tag readable as ASCII cannot be in UTF-16); None to keep the encoding Scrapy chose."""
@@ -106,6 +116,7 @@ class TarantulaSpider(Spider):
         if config is None:
             config = cls.load(kwargs.get("conf") or crawler.settings.get("TARANTULA_CONF"))
         crawler.settings.setdict(crawl_settings(config), priority="spider")
+        quiet_loggers(crawler.settings.get("LOG_LEVEL"))
         add_mappings(config.resolve, config.resolve_only)
         if crawler.settings.getbool("TARANTULA_STATE_IN_MEMORY") or os.environ.get("SCRAPY_CHECK"):
             kwargs["state"] = CrawlState(None, config.traversal_algorithm)
