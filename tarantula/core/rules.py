@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from tarantula.core.config import CrawlConfig
 from tarantula.core.filters import UrlFilters
 from tarantula.core.patterns import PatternTimeout
-from tarantula.core.scope import build_scope, origin
+from tarantula.core.scope import Origin, build_scope, origin
 from tarantula.core.urls import UrlRejected, file_name, normalize_url
 
 logger = logging.getLogger(__name__)
@@ -43,8 +43,8 @@ class Verdict:
         return self.rule is None
 
 
-#: A rule takes (href as written, normalized URL, file name) and says True to reject.
-Rule = Callable[[str, str, str], bool]
+#: A rule takes (href as written, normalized URL, its origin, its file name); True rejects.
+Rule = Callable[[str, str, Origin, str], bool]
 
 
 class UrlRules:
@@ -64,10 +64,10 @@ class UrlRules:
         in_scope = build_scope(config.scope, seeds)
         limit = config.max_url_length
         self.rules: list[tuple[str, Rule]] = [
-            ("url-length", lambda href, url, name: len(url) > limit),
-            ("pathological-path", lambda href, url, name: pathological(origin(url).path)),
-            ("scope", lambda href, url, name: not in_scope(url)),
-            ("reject", self.filters.rejects),
+            ("url-length", lambda href, url, o, name: len(url) > limit),
+            ("pathological-path", lambda href, url, o, name: pathological(o.path)),
+            ("scope", lambda href, url, o, name: not in_scope(o)),
+            ("reject", lambda href, url, o, name: self.filters.rejects(href, url, name)),
         ]
 
     def normalize(self, url: str) -> str:
@@ -80,11 +80,12 @@ class UrlRules:
             normalized = self.normalize(url)
         except UrlRejected as exc:
             return Verdict(None, exc.reason)
-        name = file_name(origin(normalized).path)
+        where = origin(normalized)
+        name = file_name(where.path)
         written = url if href is None else href
         for rule_name, rejects in self.rules:
             try:
-                if rejects(written, normalized, name):
+                if rejects(written, normalized, where, name):
                     return Verdict(normalized, rule_name)
             except PatternTimeout as exc:
                 self._timed_out(exc)

@@ -4,10 +4,10 @@ Every function here takes *normalized* URLs (see :mod:`tarantula.core.urls`), so
 already lower-case, default ports are gone and the path starts with ``/``.
 
 >>> in_scope = build_scope("domain-scope", ["http://www.example.com/", "http://a.b.example.org/"])
->>> in_scope("http://example.com/x"), in_scope("http://deep.example.com/"), in_scope("http://b.example.org/")
-(True, True, False)
+>>> [in_scope(origin(u)) for u in ("http://example.com/x", "http://deep.example.com/", "http://b.example.org/")]
+[True, True, False]
 >>> in_scope = build_scope("path-scope", ["http://h.org/docs/index.html"])
->>> in_scope("http://h.org/docs/a/b.html"), in_scope("http://h.org/other.html")
+>>> in_scope(origin("http://h.org/docs/a/b.html")), in_scope(origin("http://h.org/other.html"))
 (True, False)
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-ScopeTest = Callable[[str], bool]
+ScopeTest = Callable[["Origin"], bool]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -81,26 +81,26 @@ def seed_directory(path: str) -> str:
 
 
 def build_scope(kind: str, seeds: Iterable[str]) -> ScopeTest:
-    """Return a test that says whether a normalized URL is inside the scope ``kind`` of ``seeds``.
+    """Return a test that says whether a normalized URL (given as its :func:`origin`) is inside
+    the scope ``kind`` of ``seeds``.
 
     ``kind`` is one of free-spanning, domain-scope, host-scope, path-scope; ``seeds`` are normalized.
     """
     origins = [origin(s) for s in seeds]
     if kind == "free-spanning":
-        return lambda url: True
+        return lambda o: True
     if kind == "domain-scope":
         domains = seed_domains(o.host for o in origins)
-        return lambda url: host_in_domains(origin(url).host, domains)
+        return lambda o: host_in_domains(o.host, domains)
     if kind == "host-scope":
         hosts = frozenset((o.host, o.port) for o in origins)
-        return lambda url: origin(url)[:2] in hosts
+        return lambda o: (o.host, o.port) in hosts
     if kind == "path-scope":
         dirs: dict[tuple[str, int], list[str]] = {}
         for o in origins:
             dirs.setdefault((o.host, o.port), []).append(seed_directory(o.path))
 
-        def in_path_scope(url: str) -> bool:
-            o = origin(url)
+        def in_path_scope(o: Origin) -> bool:
             return any(o.path.startswith(d) for d in dirs.get((o.host, o.port), ()))
 
         return in_path_scope

@@ -45,7 +45,7 @@ from tarantula.core.politeness import Politeness
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.state import CrawlState, Entry, Run, dfs_path
-from tarantula.core.urls import UrlRejected, file_name, join_url, url_md5
+from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url, url_md5
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.pipelines.index import INDEX_NAME
@@ -353,6 +353,7 @@ class TarantulaSpider(Spider):
                 UrlRejected
             ):  # a broken <base href> is ignored, as browsers do
                 base = join_url(response.url, base_href)
+        resolve = LinkResolver(base).join
         stats = self.crawler.stats
         robots = self.robots
         path = response.meta.get("tarantula_path", ())
@@ -364,12 +365,12 @@ class TarantulaSpider(Spider):
             if logger.isEnabledFor(logging.DEBUG):
                 for href, _ in hrefs[limit:]:
                     with contextlib.suppress(UrlRejected):
-                        logger.debug("Link dropped (too-many-outlinks): %s", join_url(base, href))
+                        logger.debug("Link dropped (too-many-outlinks): %s", resolve(href))
             hrefs = hrefs[:limit]
         queued: set[str] = set()
         for number, (href, anchor) in enumerate(hrefs):
             try:
-                absolute = join_url(base, href)
+                absolute = resolve(href)
             except UrlRejected:
                 stats.inc_value("tarantula/filtered/invalid")
                 logger.debug("Link dropped (invalid): %r", href)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from tarantula.core.urls import (
     InvalidUrl,
+    LinkResolver,
     UnsupportedScheme,
     UrlRejected,
     file_name,
@@ -378,3 +379,31 @@ def test_scheme_case_and_fragment_do_not_matter(scheme, host, port, path, fragme
     normalized = _accepted(url)
     assert _accepted(f"{url}#{fragment}") == normalized
     assert _accepted(scheme.upper() + url[len(scheme) :]) == normalized
+
+
+hrefs = st.one_of(
+    st.sampled_from(["", "#", "?", "/", "//", ".", "..", "a", "a/b", "./a", "../a", "/a/../b", "?q=1", "#f",
+                     "http://o.org/x", "https://o.org", "//o.org/p", "mailto:x@y", "a:b", "[", "\\x", " b "]),
+    st.text(alphabet="ab/.?#:%@ \t", max_size=12),
+)  # fmt: skip
+bases = st.sampled_from(["http://ex.com/a/b.html?q#f", "https://ex.com:8443/", "http://ex.com", "http://[::1]/d/",
+                         "http://u@ex.com/a/", "http://ex.com/a?x/y"])  # fmt: skip
+
+
+@given(bases, hrefs)
+def test_link_resolver_agrees_with_join_url(base, href):
+    try:
+        expected = join_url(base, href)
+    except InvalidUrl:
+        with pytest.raises(InvalidUrl):
+            LinkResolver(base).join(href)
+        return
+    got = LinkResolver(base).join(href)
+    assert got == expected or normalize_or_none(got) == normalize_or_none(expected)
+
+
+def normalize_or_none(url):
+    try:
+        return normalize_url(url)
+    except UrlRejected:
+        return None
