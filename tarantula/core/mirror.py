@@ -38,6 +38,7 @@ share the host folder. A file may also stand where another URL needs a folder (`
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import posixpath
@@ -164,14 +165,21 @@ def store_path(repository: Path, relpath: PurePosixPath) -> Path:
     if "\0" in str(relpath):
         raise UnsafePath(f"NUL character in {relpath!r}")
     try:
-        root = Path(repository).resolve()
+        root = _resolved(str(repository))
         target = root.joinpath(relpath)
-        parent, final = target.parent.resolve(), target.resolve()
+        parent = target.parent.resolve()
+        # Only a symlink at the target itself can lead elsewhere once the parent is checked.
+        final = target.resolve() if os.path.islink(parent / target.name) else parent / target.name
     except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable folder
         raise UnsafePath(f"cannot resolve {relpath}: {exc}") from exc
     if not (parent.is_relative_to(root) and final.is_relative_to(root) and final != root):
         raise UnsafePath(f"{relpath} leads out of the repository")
     return parent / target.name
+
+
+@functools.lru_cache(maxsize=16)
+def _resolved(repository: str) -> Path:
+    return Path(repository).resolve()
 
 
 _TEMPORARY = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")

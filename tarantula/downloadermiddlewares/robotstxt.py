@@ -94,10 +94,18 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     def _useragent(self) -> str:
         return self._robotstxt_useragent or self._default_useragent
 
+    def known(self, url: str) -> bool | None:
+        """Whether robots.txt lets the crawler fetch ``url``, when the host's rules are known
+        already; None when they must be fetched first (see :meth:`allowed`)."""
+        rp = self._parsers.get(url.partition("://")[2].partition("/")[0])
+        if rp is None or isinstance(rp, Deferred):
+            return None
+        return rp.allowed(url, self._useragent())
+
     async def allowed(self, url: str) -> bool:
         """Whether robots.txt lets the crawler fetch the absolute ``url`` (fetching robots.txt if needed)."""
-        netloc = url.partition("://")[2].partition("/")[0]
-        rp = self._parsers.get(netloc)
-        if rp is None or isinstance(rp, Deferred):
-            rp = await self.robot_parser(Request(url, meta={"dont_obey_robotstxt": True}))
+        answer = self.known(url)
+        if answer is not None:
+            return answer
+        rp = await self.robot_parser(Request(url, meta={"dont_obey_robotstxt": True}))
         return rp is None or rp.allowed(url, self._useragent())

@@ -381,7 +381,10 @@ class TarantulaSpider(Spider):
                 stats.inc_value(f"tarantula/filtered/{verdict.rule}")
                 logger.debug("Link dropped (%s): %s", verdict.rule, absolute)
                 continue
-            if robots is not None and not await robots.allowed(link):
+            allowed = robots.known(link) if robots is not None else True
+            if allowed is None and robots is not None:
+                allowed = await robots.allowed(link)
+            if not allowed:
                 stats.inc_value("tarantula/filtered/robots")
                 logger.debug("Link dropped (robots): %s", link)
                 continue
