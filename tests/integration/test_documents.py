@@ -114,13 +114,10 @@ def test_colliding_mirror_names_never_overwrite(web, crawl):
 
 def test_delay_factor_slows_down_for_a_slow_host(web, crawl):
     for host, delay in (("slow.test", 0.3), ("fast.test", 0.0)):
-        web.page(host, "/", "".join(f'<a href="/p{i}.html">p</a>' for i in range(4)))
+        web.page(host, "/", host + "".join(f'<a href="/p{i}.html">p</a>' for i in range(4)))
         for i in range(4):
-            web.add(
-                host,
-                f"/p{i}.html",
-                Resource(b"<p>x", delay=delay, headers={"Content-Type": "text/html"}),
-            )
+            body = f"<p>{host} {i}".encode()  # distinct bodies: duplicates would not be parsed
+            web.add(host, f"/p{i}.html", Resource(body, delay=delay, headers={"Content-Type": "text/html"}))
     web.page(
         "start.test",
         "/",
