@@ -145,9 +145,10 @@ class HashSet:
             return
         self._recent.add(value)
         if len(self._recent) >= self._merge_every:
-            merged = sorted(self._recent)
+            recent = sorted(self._recent)
             self._recent.clear()
-            self._sorted = array("q", sorted([*self._sorted, *merged]))
+            # A streaming merge: no list of Python ints as long as the whole set.
+            self._sorted = array("q", heapq.merge(self._sorted, recent))
 
 
 @dataclass(frozen=True)

@@ -181,29 +181,22 @@ class TarantulaSpider(Spider):
             yield self._request(verdict.url, seed, 0, (number,))
 
     def request_for(self, entry: Entry) -> Request:
-        """The request for a URL handed out by the frontier."""
-        meta: dict[str, Any] = {
-            "tarantula_url": entry.url,
-            "tarantula_origin": entry.original,
-            "depth": entry.depth,
-        }
-        if self.state.dfs:
-            meta["tarantula_path"] = dfs_path(entry.key)
+        """The request for a URL handed out by the frontier: in a recrawl, a stored document is
+        asked for with its validators, and a 304 comes to :meth:`parse`."""
+        path = dfs_path(entry.key) if self.state.dfs else ()
+        request = self._request(entry.url, entry.original, entry.depth, path)
         if entry.extra:
-            meta.update(json.loads(entry.extra))
-        headers = {}
+            request.meta.update(json.loads(entry.extra))
         if self.state.generation > 1 and (doc := self.state.document(entry.url)) is not None:
             if doc.last_modified:
-                headers["If-Modified-Since"] = doc.last_modified
+                request.headers["If-Modified-Since"] = doc.last_modified
             if doc.etag:
-                headers["If-None-Match"] = doc.etag
-            meta["handle_httpstatus_list"] = [304]
-        return Request(
-            entry.url, callback=self.parse, errback=self.failed, meta=meta, headers=headers
-        )
+                request.headers["If-None-Match"] = doc.etag
+            request.meta["handle_httpstatus_list"] = [304]
+        return request
 
     def _request(self, url: str, original: str, depth: int, path: tuple[int, ...]) -> Request:
-        """A request for a link found in a page (the scheduler turns it into a frontier entry)."""
+        """A request for a seed, a link found in a page, or a frontier entry."""
         meta: dict[str, Any] = {"tarantula_url": url, "tarantula_origin": original, "depth": depth}
         if self.state.dfs:
             meta["tarantula_path"] = path

@@ -117,7 +117,11 @@ def test_delay_factor_slows_down_for_a_slow_host(web, crawl):
         web.page(host, "/", host + "".join(f'<a href="/p{i}.html">p</a>' for i in range(4)))
         for i in range(4):
             body = f"<p>{host} {i}".encode()  # distinct bodies: duplicates would not be parsed
-            web.add(host, f"/p{i}.html", Resource(body, delay=delay, headers={"Content-Type": "text/html"}))
+            web.add(
+                host,
+                f"/p{i}.html",
+                Resource(body, delay=delay, headers={"Content-Type": "text/html"}),
+            )
     web.page(
         "start.test",
         "/",
