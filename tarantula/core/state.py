@@ -126,7 +126,7 @@ class HashSet:
     ([-3, 5, 9], 3)
     """
 
-    def __init__(self, values: Iterable[int] = (), merge_every: int = 65536) -> None:
+    def __init__(self, values: Iterable[int] = (), merge_every: int = 16384) -> None:
         self._sorted = array("q", sorted(set(values)))
         self._recent: set[int] = set()
         self._merge_every = merge_every

@@ -162,7 +162,9 @@ def normalize_url(url: str, *, sort_query: bool = False) -> str:
     return _normalize(url, sort_query)
 
 
-@lru_cache(maxsize=65536)
+# Pages repeat their navigation links: a small cache catches those; a larger one only costs memory
+# that grows with the crawl (16,384 entries are about 4 MB).
+@lru_cache(maxsize=16384)
 def _normalize(url: str, sort_query: bool) -> str:
     text = url.strip(_C0_SPACE)
     if "\t" in text or "\n" in text or "\r" in text:
