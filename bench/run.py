@@ -100,7 +100,10 @@ def measure(
     timeout: float,
     server_cpu: Callable[[], float] = lambda: 0.0,
 ) -> Measured:
-    """Run ``command`` with stdout and stderr to ``out``; time it and read its rusage."""
+    """Run ``command`` with stdout and stderr to ``out``; time it and read its rusage (through
+    :mod:`bench.peak`, so that the harness's own memory is not counted as the command's)."""
+    peak = out.with_name(out.name + ".peak")
+    command = [sys.executable, "-m", "bench.peak", str(peak), "--", *command]
     with open(out, "wb") as log:
         busy, server = machine_busy(), server_cpu()
         started = time.perf_counter()
@@ -134,12 +137,15 @@ def measure(
         wall = time.perf_counter() - started
         busy, server = machine_busy() - busy, server_cpu() - server
     process.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
+    maxrss, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime  # if bench.peak was killed
+    if peak.exists():
+        fields = peak.read_text(encoding="ascii").split()
+        maxrss, cpu = int(fields[0]), float(fields[1]) + float(fields[2])
     return Measured(
         status="timeout" if expired.is_set() else process.returncode,
         wall=wall,
         cpu=cpu,
-        rss_mb=usage.ru_maxrss / 1024,  # KiB on Linux
+        rss_mb=maxrss / 1024,  # KiB on Linux
         server_cpu=server,
         other_cpu=max(0.0, busy - cpu - server),
     )
