@@ -77,7 +77,10 @@ def replay_scrapy(graph: list[list[int]]) -> int:
         name = "bench"
 
     # ScrapyPriorityQueue: the default DownloaderAwarePriorityQueue needs a running downloader.
-    settings = {"LOG_ENABLED": False, "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue"}
+    settings = {
+        "LOG_ENABLED": False,
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
+    }
     crawler = get_crawler(Bench, settings)
     crawler.spider = Bench.from_crawler(crawler)
     scheduler = Scheduler.from_crawler(crawler)
