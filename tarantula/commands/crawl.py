@@ -4,12 +4,14 @@ For the ``tarantula`` spider the configuration file is parsed here, before any r
 prints one ``FILE:LINE:COL: error: ...`` line per problem and exits with status 2, with no
 traceback. When the last crawl of the repository is complete and its ``period`` has not passed, it
 says when the next recrawl is due and exits 0 without fetching anything. After the crawl the
-summary is printed, and the exit status is 1 when Tarantula's own code logged an error (Scrapy
-alone would exit 0). Other spiders run as with Scrapy's command.
+summary is printed (unless the log, on the terminal, already showed it), and the exit status is 1
+when Tarantula's own code logged an error (Scrapy alone would exit 0). Other spiders run as with
+Scrapy's command.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -25,6 +27,8 @@ from tarantula.spiders.tarantula import TarantulaSpider, state_path
 
 if TYPE_CHECKING:
     import argparse
+
+    from scrapy.settings import BaseSettings
 
 
 def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
@@ -42,6 +46,13 @@ def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
 
     return (f"The crawl in {config.repository} is complete (started {when(last.started)}); "
             f"the next recrawl is due at {when(due)} (period {config.period:g} h). Nothing to do.")  # fmt: skip
+
+
+def _logged_to_screen(settings: BaseSettings) -> bool:
+    """Whether the summary, logged at INFO, already went to the terminal (``log-file = "screen"``)."""
+    level = logging.getLevelName(settings.get("LOG_LEVEL"))
+    return (settings.getbool("LOG_ENABLED") and not settings.get("LOG_FILE")
+            and isinstance(level, int) and level <= logging.INFO)  # fmt: skip
 
 
 class Command(ScrapyCrawlCommand):
@@ -64,7 +75,7 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.crawl(crawler, **opts.spargs, config=config)
         self.crawler_process.start()
         summary = crawler.get_extension(CrawlSummary)
-        if summary is not None and summary.text:
+        if summary is not None and summary.text and not _logged_to_screen(crawler.settings):
             print(summary.text)
         if self.crawler_process.bootstrap_failed or (summary is not None and summary.errors):
             self.exitcode = 1
