@@ -18,6 +18,7 @@ from time import monotonic
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader import Downloader as ScrapyDownloader
+from scrapy.exceptions import DownloadCancelledError
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.defer import _schedule_coro
 
@@ -54,3 +55,16 @@ class Downloader(ScrapyDownloader):
             if delay:
                 self._process_queue(slot)
                 break
+
+
+def cut_at_max_size(exc: BaseException) -> bool:
+    """Whether a download failed because the document is larger than ``max-document-size``
+    (``DOWNLOAD_MAXSIZE``): announced by Content-Length, found while streaming the body, or while
+    decompressing it (a gzip bomb).
+
+    Scrapy 2.19 says so in three ways: a DownloadCancelledError with a "max size" message (declared
+    size), a bare DownloadCancelledError (its HTTP/1.1 handler cancels the body's Deferred when the
+    bytes received pass the limit, and nothing else of Scrapy's cancels a download; timeouts are
+    DownloadTimeoutError), and IgnoreRequest naming DOWNLOAD_MAXSIZE (HttpCompressionMiddleware).
+    """
+    return isinstance(exc, DownloadCancelledError) or "DOWNLOAD_MAXSIZE" in str(exc)

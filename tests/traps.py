@@ -482,6 +482,34 @@ def gzip_bomb(web: SiteServer, inflated: int = 64 << 20, host: str = "bomb.test"
 OK_GZIP_PAGE = b'<html><title>Compressed</title><a href="/after.html">after</a></html>'
 
 
+def oversized_host(
+    web: SiteServer, serve: Callable[[Responder], RawServer], size: int, host: str = "big.test"
+) -> Trap:
+    """A raw host with four documents of ``size`` bytes, two announcing it (Content-Length) and two
+    streamed with no length (the body ends when the connection closes), then a small page; a start
+    page links them in that order."""
+    body = html_page("Big", links=[]) + b"x" * size
+    streamed = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n" + body
+    answers = {
+        "/robots.txt": NOT_FOUND,
+        "/declared-1.html": http_response(200, body),
+        "/declared-2.html": http_response(200, body),
+        "/streamed-1.html": streamed,
+        "/streamed-2.html": streamed,
+        "/small.html": http_response(200, html_page("Small")),
+    }
+    raw = serve(lambda h, t: answers.get(t, NOT_FOUND))
+    targets = [t for t in answers if t != "/robots.txt"]
+    seed = start_page(web, [raw.url(host, t) for t in targets])
+    return Trap(
+        seed=seed,
+        host=host,
+        fetched=targets,
+        stored=[seed, raw.url(host, "/small.html")],
+        server=raw,
+    )
+
+
 DUPLICATE_BODY = (
     b"<!DOCTYPE html><html><head><title>The same page</title></head>"
     b'<body><p>Same bytes, several URLs.</p><a href="child.html">child</a></body></html>\n'

@@ -37,14 +37,14 @@ def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
     last = CrawlState.last_run_of(state_path(config))
     if last is None or not last.complete:
         return None
-    due = last.started + config.period * 3600
+    due = last.crawl_started + config.period * 3600
     if (time.time() if now is None else now) >= due:
         return None
 
     def when(t: float) -> str:
         return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
 
-    return (f"The crawl in {config.repository} is complete (started {when(last.started)}); "
+    return (f"The crawl in {config.repository} is complete (started {when(last.crawl_started)}); "
             f"the next recrawl is due at {when(due)} (period {config.period:g} h). Nothing to do.")  # fmt: skip
 
 

@@ -68,7 +68,7 @@ class Command(ScrapyCommand):
                 last = CrawlState.last_run_of(state_path(config))
                 pause = RESUME_PAUSE
                 if last is not None and last.complete:
-                    pause = max(0.0, last.started + config.period * 3600 - time.time())
+                    pause = max(0.0, last.crawl_started + config.period * 3600 - time.time())
                 due = (
                     datetime.fromtimestamp(time.time() + pause)
                     .astimezone()

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from tarantula import __version__
 from tarantula.core.patterns import risky_reason
+from tarantula.core.urls import UrlRejected, normalize_url
 
 SCOPES = ("free-spanning", "domain-scope", "host-scope", "path-scope")
 TRAVERSALS = ("bfs", "dfs")
@@ -198,6 +199,10 @@ def _url(key: str, text: str) -> str:
         ok = False
     if not ok:
         raise _Invalid(f"'{text}' in '{key}' is not an absolute http(s) URL with a host")
+    try:  # the crawl normalizes every seed (SPEC 3): one it cannot is an error here, not a skip
+        normalize_url(text)
+    except UrlRejected as exc:
+        raise _Invalid(f"'{text}' in '{key}' cannot be crawled: {exc}") from None
     return text
 
 

@@ -55,12 +55,8 @@ class UrlRules:
         self.sort_query = config.sort_query
         self.traversal = config.traversal_algorithm
         self.filters = UrlFilters(config.accept_list, config.reject_list)
-        seeds = []
-        for seed in config.starting_points:
-            try:
-                seeds.append(normalize_url(seed, sort_query=self.sort_query))
-            except UrlRejected:
-                continue  # the config loader already reported it
+        # The config loader has checked that every seed normalizes.
+        seeds = [normalize_url(seed, sort_query=self.sort_query) for seed in config.starting_points]
         in_scope = build_scope(config.scope, seeds)
         limit = config.max_url_length
         self.rules: list[tuple[str, Rule]] = [

@@ -61,6 +61,13 @@ QUEUED, LEASED, DONE = 0, 1, 2
 #: leaves work to resume.
 COMPLETE = frozenset({"finished", "max-page-number"})
 
+#: The latest run, with the start of the crawl it belongs to (its generation's first run): a
+#: resumed crawl's period still counts from when the crawl began (SPEC 8).
+LAST_RUN = (
+    "SELECT r.*, (SELECT MIN(started) FROM runs WHERE generation = r.generation)"
+    " FROM runs AS r ORDER BY r.id DESC LIMIT 1"
+)
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, kind TEXT NOT NULL, generation INTEGER NOT NULL,
@@ -159,6 +166,7 @@ class Run:
     started: float
     ended: float | None
     reason: str | None
+    crawl_started: float  # when the crawl this run belongs to began: its first run's start
 
     @property
     def complete(self) -> bool:
@@ -280,7 +288,7 @@ class CrawlState:
             return None
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            row = db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            row = db.execute(LAST_RUN).fetchone()
         except sqlite3.OperationalError:
             return None
         finally:
@@ -288,7 +296,7 @@ class CrawlState:
         return Run(*row) if row else None
 
     def last_run(self) -> Run | None:
-        row = self.db.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        row = self.db.execute(LAST_RUN).fetchone()
         return Run(*row) if row else None
 
     def begin(self, now: float | None = None) -> Run:
@@ -313,7 +321,8 @@ class CrawlState:
             "INSERT INTO runs (kind, generation, started) VALUES (?, ?, ?)", (kind, generation, now)
         )
         self.generation = generation
-        self.run = Run(int(cursor.lastrowid or 0), kind, generation, now, None, None)
+        crawl_started = last.crawl_started if kind == "resume" and last is not None else now
+        self.run = Run(int(cursor.lastrowid or 0), kind, generation, now, None, None, crawl_started)
         if kind == "resume":
             self.db.execute("UPDATE urls SET state = 0 WHERE state = 1")
             self._load_seen()
@@ -366,9 +375,10 @@ class CrawlState:
         if h in self._seen:
             if not self.dfs or h in self._handed:
                 return False
+            # Found again earlier in dfs order: it moves up, keeping the URL as first discovered.
             cursor = self.db.execute(
-                "UPDATE urls SET key = ?, depth = ?, original = ?, extra = ? WHERE hash = ? AND state = 0 AND key > ?",
-                (key, depth, original, extra, h, key),
+                "UPDATE urls SET key = ?, depth = ?, extra = ? WHERE hash = ? AND state = 0 AND key > ?",
+                (key, depth, extra, h, key),
             )
             self.dirty = True
             if cursor.rowcount:

@@ -31,6 +31,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from tarantula.core.politeness import retry_after_seconds
+from tarantula.downloader import cut_at_max_size
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -113,9 +114,10 @@ class PolitenessMiddleware:
         self, request: Request, exception: Exception, spider: Spider | None = None
     ) -> None:
         host, handed = self._host(request)
-        if not isinstance(exception, IgnoreRequest) and self.politeness.failed(
-            host, time.monotonic()
-        ):
+        # Only timeouts and connection errors count towards host-failures: a refused request or
+        # a document over max-document-size says nothing about the host's health.
+        counts = not isinstance(exception, IgnoreRequest) and not cut_at_max_size(exception)
+        if counts and self.politeness.failed(host, time.monotonic()):
             failures = self.politeness.host(host).failures
             self._dropped(
                 host, f"{failures} consecutive failures (last: {exception.__class__.__name__})"

@@ -46,6 +46,7 @@ from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.state import CrawlState, Entry, Run, dfs_path
 from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url, url_md5
+from tarantula.downloader import cut_at_max_size
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.pipelines.index import INDEX_NAME
@@ -212,11 +213,7 @@ class TarantulaSpider(Spider):
             logger.info("HTTP %s for %s", response.status, response.url)
             if response.status in (404, 410) and url is not None:
                 self._remove(url, response.status)
-        elif (
-            "max size" in failure.getErrorMessage()
-            or "DOWNLOAD_MAXSIZE" in failure.getErrorMessage()
-        ):
-            # Cut off by max-document-size, while downloading or while decompressing (a gzip bomb).
+        elif cut_at_max_size(failure.value):
             self.crawler.stats.inc_value("tarantula/filtered/max-document-size")
             logger.debug("Not stored (max-document-size): %s", url)
             if url is not None:

@@ -324,6 +324,16 @@ def test_config_is_frozen() -> None:
             "absolute http(s) URL with a host",
         ),
         (
+            'starting-points = { "http://a..example/" };',
+            "c.conf:1:21: error: 'http://a..example/' in 'starting-points' cannot be crawled: "
+            "bad host in 'http://a..example/'",
+        ),
+        (
+            'starting-points = { "http://a.example:0/" };',
+            "c.conf:1:21: error: 'http://a.example:0/' in 'starting-points' cannot be crawled: "
+            "bad port '0' in 'http://a.example:0/'",
+        ),
+        (
             "starting-points = {\n};",
             "c.conf:1:19: error: 'starting-points' is empty; at least one value is required",
         ),

@@ -89,3 +89,26 @@ def test_handed_out_once_and_requeue_for_a_retry():
     again = state.pop()
     assert again is not None and again.url == "u"
     assert state.pop() is None and state.pending() == 0
+
+
+def test_dfs_keeps_the_url_as_first_discovered_when_it_moves_up():
+    state = CrawlState(None, "dfs")
+    state.begin()
+    state.push("http://h/a", "http://h/a", 0, dfs_key((0,)))
+    assert state.push("http://h/x", "http://h/./x", 1, dfs_key((0, 5)))
+    assert state.push("http://h/x", "http://h/y/../x", 1, dfs_key((0, 1)))  # earlier: moves up
+    assert state.pop().url == "http://h/a"
+    entry = state.pop()
+    assert (entry.url, entry.original, entry.key) == ("http://h/x", "http://h/./x", dfs_key((0, 1)))
+
+
+def test_period_counts_from_the_crawl_start_across_resumes():
+    state = CrawlState(None, "bfs")
+    state.begin(now=0)
+    state.end("shutdown", now=10)  # interrupted
+    state.begin(now=1000)  # resumed
+    state.end("finished", now=1010)
+    last = state.last_run()
+    assert (last.kind, last.started, last.crawl_started, last.complete) == ("resume", 1000, 0, True)
+    state.begin(now=5000)  # a recrawl is a new crawl
+    assert state.last_run().crawl_started == 5000

@@ -377,9 +377,24 @@ def test_gzip_bomb_is_cut_off_and_never_stored(web, crawl, tmp_path):
     assert_stored(result, trap)
     copy = result.repository / f"{trap.host}:{web.port}" / "ok.html"
     assert copy.read_bytes() == traps.OK_GZIP_PAGE  # stored decompressed
-    counted = sum(stats_under(result, "tarantula/failures/").values())
-    counted += filtered(result, "max-document-size")
-    assert counted == 1, (stats_under(result, "tarantula/failures/"), diagnose(result))
+    assert filtered(result, "max-document-size") == 1, diagnose(result)
+    assert stats_under(result, "tarantula/failures/") == {}
+    assert_contained(tmp_path)
+
+
+def test_oversized_documents_are_filtered_and_never_drop_the_host(web, crawl, tmp_path, serve):
+    trap = traps.oversized_host(web, serve, size=200_000)
+    assert trap.server is not None
+    result = crawl(
+        [trap.seed], scope="free-spanning", max_document_size=100_000, host_failures=2, threads=1
+    )
+    assert_ended(result)
+    assert pages(trap.server, trap.host) == trap.fetched  # each once, the small page last
+    assert_stored(result, trap)
+    # Declared or found while streaming, each is the max-document-size rule, not a host failure.
+    assert filtered(result, "max-document-size") == 4, diagnose(result)
+    assert stats_under(result, "tarantula/failures/") == {}
+    assert stat(result, "tarantula/hosts/dropped") == 0
     assert_contained(tmp_path)
 
 
