@@ -83,6 +83,7 @@ class CrawlConfig:
     max_url_length: int = 2048
     max_document_size: int = 10485760
     max_outlinks: int = 5000
+    max_path_repetitions: int = 2
     max_retry_after: float = 600.0
     log_file: Path | None = None
     log_level: int = 1
@@ -251,6 +252,7 @@ _KEYS = {
         _Key("max-url-length", _C, _integer(1)),
         _Key("max-document-size", _C, _integer(1)),
         _Key("max-outlinks", _C, _integer(0)),
+        _Key("max-path-repetitions", _C, _integer(0)),
         _Key("max-retry-after", _C, _number(0)),
         _Key("resolve", _C, _resolve_item, many=True),
         _Key("resolve-only", _C, _boolean),

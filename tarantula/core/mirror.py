@@ -48,6 +48,9 @@ from pathlib import Path, PurePosixPath
 
 MAX_NAME_BYTES = 200
 
+#: The extension given to an extensionless name whose document type is unknown.
+UNKNOWN_TYPE_EXTENSION = "bin"
+
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)([^?#]*)(?:\?([^#]*))?", re.S)
 # A name as normalize_url writes it: unreserved and reserved characters, upper-case escapes.
 _SAFE_NAME = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@\[\]]|%[0-9A-F]{2})+")

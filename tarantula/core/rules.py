@@ -4,12 +4,18 @@ Each rule is small and named; the first rule that rejects a URL decides, and its
 that the logs (level 2), the stats (``tarantula/filtered/<rule>``) and ``scrapy explain`` show:
 
 1. ``scheme`` / ``invalid`` — normalization (SPEC 3): only well-formed http(s) URLs go on;
-2. ``url-length`` — the normalized URL is longer than ``max-url-length``;
-3. ``pathological-path`` — a segment or group of segments repeated three times in a row
-   (``/a/b/a/b/a/b/``), or more than 64 segments: an endless URL space;
-4. ``scope`` — outside the crawl scope (SPEC 4);
-5. ``reject`` — a reject-list pattern matches (SPEC 5); ``pattern-timeout`` when a pattern cannot
+2. ``scope`` — outside the crawl scope (SPEC 4);
+3. ``reject`` — a reject-list pattern matches (SPEC 5); ``pattern-timeout`` when a pattern cannot
    decide in time (:mod:`tarantula.core.patterns`).
+
+A URL these reject is neither fetched nor listed in the index. Two guards against endless URL
+spaces (SPEC 6) then keep a URL from being fetched while it is still listed as a link, as the
+spider does with ``max-depth`` (SPEC 7.2 lists every link that passes normalization, scope, the
+reject list and robots.txt):
+
+- ``url-length`` — the normalized URL is longer than ``max-url-length``;
+- ``pathological-path`` — a segment or group of segments repeated more than
+  ``max-path-repetitions`` times in a row (``/a/b/a/b/a/b/``), or more than 64 segments.
 
 robots.txt comes after these (it needs the network, so the Scrapy side applies it), and then
 ``not-accepted``: a URL that survives everything is fetched only when it is accepted or may be an
@@ -33,10 +39,14 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The outcome of the chain: the normalized URL (None when it has none) and the deciding rule."""
+    """The outcome of the chain: the normalized URL (None when it has none), the deciding rule,
+    and whether the URL may be listed in the index (SPEC 7.2: a link is listed when it passes
+    normalization, scope and the reject list; the guards against endless URL spaces only keep it
+    from being fetched, as max-depth does)."""
 
     url: str | None
     rule: str | None = None  # None: every rule let the URL through
+    listed: bool = True
 
     @property
     def passed(self) -> bool:
@@ -59,9 +69,14 @@ class UrlRules:
         seeds = [normalize_url(seed, sort_query=self.sort_query) for seed in config.starting_points]
         in_scope = build_scope(config.scope, seeds)
         limit = config.max_url_length
+        times = config.max_path_repetitions + 1 if config.max_path_repetitions else 0
+        #: Guards against endless URL spaces (SPEC 6): the URL is not fetched, but may be listed.
+        self.guards: list[tuple[str, Callable[[str, Origin], bool]]] = [
+            ("url-length", lambda url, o: len(url) > limit),
+            ("pathological-path", lambda url, o: pathological(o.path, times)),
+        ]
+        #: Rules that keep the URL out of the crawl and the index alike (SPEC 4, 5).
         self.rules: list[tuple[str, Rule]] = [
-            ("url-length", lambda href, url, o, name: len(url) > limit),
-            ("pathological-path", lambda href, url, o, name: pathological(o.path)),
             ("scope", lambda href, url, o, name: not in_scope(o)),
             ("reject", lambda href, url, o, name: self.filters.rejects(href, url, name)),
         ]
@@ -79,17 +94,18 @@ class UrlRules:
         where = origin(normalized)
         name = file_name(where.path)
         written = url if href is None else href
+        guard = next((rule for rule, rejects in self.guards if rejects(normalized, where)), None)
         for rule_name, rejects in self.rules:
             try:
                 if rejects(written, normalized, where, name):
-                    return Verdict(normalized, rule_name)
+                    return Verdict(normalized, rule_name, listed=False)
             except PatternTimeout as exc:
                 self._timed_out(exc)
-                return Verdict(normalized, "pattern-timeout")
+                return Verdict(normalized, "pattern-timeout", listed=False)
             except Exception:
                 logger.exception("rule %s failed on %s; the URL is rejected", rule_name, url)
-                return Verdict(normalized, "error")
-        return Verdict(normalized)
+                return Verdict(normalized, "error", listed=False)
+        return Verdict(normalized, guard)
 
     def _timed_out(self, exc: PatternTimeout) -> None:
         if str(exc) not in self._timeouts:
@@ -120,15 +136,19 @@ MAX_SEGMENTS = 64
 
 def pathological(path: str, times: int = 3) -> bool:
     """True when a segment, or a group of consecutive segments, repeats ``times`` times in a row
-    (Heritrix's PathologicalPath rule), or the path has more than MAX_SEGMENTS segments.
+    (Heritrix's PathologicalPath rule; 0: never), or the path has more than MAX_SEGMENTS segments.
 
     >>> pathological("/a/b/a/b/a/b/"), pathological("/x/x/x"), pathological("/a/b/a/b/c"), pathological("/a/a/")
     (True, True, False, False)
+    >>> pathological("/x/x/x", 4), pathological("/x/x/x/x", 4), pathological("/x/x/x/x", 0)
+    (False, True, False)
     """
     segments = [s for s in path.split("/") if s]
     n = len(segments)
     if n > MAX_SEGMENTS:
         return True
+    if not times:
+        return False
     for size in range(1, n // times + 1):
         for start in range(n - size * times + 1):
             group = segments[start : start + size]
@@ -158,8 +178,8 @@ def explain(rules: UrlRules, url: str, robots_allowed: bool | None = None) -> Ex
     Depth and duplicate content depend on the crawl itself and are not judged here.
     """
     verdict = rules.check(url)
-    if not verdict.passed or verdict.url is None:
-        why = f"rule {verdict.rule}: {RULE_HELP.get(verdict.rule or '', verdict.rule)}"
+    why = f"rule {verdict.rule}: {RULE_HELP.get(verdict.rule or '', verdict.rule)}"
+    if verdict.url is None or not verdict.listed:
         return Explanation(url, verdict.url, "no", "no", "no", (why,))
     normalized = verdict.url
     name = file_name(origin(normalized).path)
@@ -169,6 +189,8 @@ def explain(rules: UrlRules, url: str, robots_allowed: bool | None = None) -> Ex
     if robots_allowed is None:
         reasons.append("robots.txt not checked (use --robots)")
     listed = "yes" if robots_allowed else "yes, unless robots.txt disallows it"
+    if not verdict.passed:  # a guard: listed as a link, never fetched
+        return Explanation(url, normalized, "no", "no", listed, (why, *reasons))
     if "." not in name.lstrip("."):
         accepted = {
             ext: rules.accepts(normalized, f"{name}.{ext}") for ext in ("html", "pdf", "txt")
@@ -201,7 +223,8 @@ RULE_HELP = {
     "scheme": "only http and https URLs are crawled",
     "invalid": "not a well-formed absolute URL",
     "url-length": "the normalized URL is longer than max-url-length",
-    "pathological-path": "a path segment or group of segments repeats three times (an endless URL space)",
+    "pathological-path": "a path segment or group of segments repeats more than max-path-repetitions times in a"
+    " row, or the path has more than 64 segments (an endless URL space)",
     "scope": "outside the crawl scope",
     "reject": "a reject-list pattern matches",
     "pattern-timeout": "a pattern could not decide in time",

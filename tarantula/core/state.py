@@ -530,9 +530,10 @@ class CrawlState:
         ).fetchone()
         return row[0] if row else None
 
-    def claim_content(self, md5: str, url: str) -> str | None:
+    def claim_content(self, md5: str, url: str, claim: bool = True) -> str | None:
         """The URL of another document with this content, stored or on its way to be stored; else
-        None, and ``url`` claims the content until it is stored (SPEC 6's exact duplicates)."""
+        None, and ``url`` claims the content until it is stored (SPEC 6's exact duplicates; a
+        document that will not be stored asks with ``claim`` false)."""
         owner = self._claims.get(md5)
         if owner is None:
             row = self.db.execute(
@@ -541,7 +542,8 @@ class CrawlState:
             owner = row[0] if row else None
         if owner is not None and owner != url:
             return owner
-        self._claims[md5] = url
+        if claim:
+            self._claims[md5] = url
         return None
 
     def add_duplicate(self, url: str, original: str) -> None:

@@ -55,11 +55,17 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
         netloc = urlparse_cached(request).netloc
         if netloc not in self._parsers:
             self._parsers[netloc] = Deferred()
+            # At least the 500 KiB that are read, whatever max-document-size (DOWNLOAD_MAXSIZE)
+            # says: a larger limit for documents applies to robots.txt too.
+            maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
             robots_request = Request(
                 f"{urlparse_cached(request).scheme}://{netloc}/robots.txt",
                 priority=self.DOWNLOAD_PRIORITY,
                 callback=NO_CALLBACK,
-                meta={"dont_obey_robotstxt": True},
+                meta={
+                    "dont_obey_robotstxt": True,
+                    "download_maxsize": max(maxsize, ROBOTS_MAX_BYTES) if maxsize else 0,
+                },
             )
             try:
                 response = await self.crawler.engine.download_async(robots_request)

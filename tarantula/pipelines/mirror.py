@@ -27,7 +27,14 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.defer import _schedule_coro
 
-from tarantula.core.mirror import UnsafePath, disambiguate, mirror_relpath, store_path, write_atomic
+from tarantula.core.mirror import (
+    UNKNOWN_TYPE_EXTENSION,
+    UnsafePath,
+    disambiguate,
+    mirror_relpath,
+    store_path,
+    write_atomic,
+)
 from tarantula.items import Document
 
 if TYPE_CHECKING:
@@ -64,7 +71,9 @@ class MirrorPipeline:
         md5 = hashlib.md5(item.body, usedforsecurity=False).hexdigest()
         existing = self.state.document(item.url)
         if existing is not None and existing.md5 == md5:
-            item.status, item.unchanged, item.path, item.md5 = "unchanged", True, existing.path, md5
+            # A 200 with the same body (recrawl): the copy stays as it is; the index pipeline still
+            # replaces the record, whose validators and dates are the new answer's (SPEC 8).
+            item.status, item.path, item.md5 = "unchanged", existing.path, md5
             return item
         if existing is None and self.limit and self.stored >= self.limit:
             self.stats.inc_value("tarantula/documents/over-limit")
@@ -92,6 +101,8 @@ class MirrorPipeline:
 
     def _free_path(self, item: Document) -> PurePosixPath:
         """The document's mirror path, made distinct when another URL's copy holds that name."""
-        relpath = mirror_relpath(item.url, item.type)
+        # A document of unknown type still gets an extension, so its file never takes the name of
+        # a folder that a longer URL needs (SPEC 7.1).
+        relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
         owner = self.state.path_owner(relpath.as_posix())
         return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)

@@ -274,8 +274,10 @@ class TarantulaSpider(Spider):
         if not extension(name) and dtype:
             name = f"{name}.{dtype}"  # SPEC 5: `about` served as HTML is tested as `about.html`
         accepted = self.rules.accepts(url, name)
-        md5 = hashlib.md5(response.body, usedforsecurity=False).hexdigest() if accepted else None
-        if md5 is not None and (original := self.state.claim_content(md5, url)) is not None:
+        # An HTML page is hashed even when not accepted: it is parsed, unless it is a duplicate.
+        hashed = accepted or dtype == "html"
+        md5 = hashlib.md5(response.body, usedforsecurity=False).hexdigest() if hashed else None
+        if md5 is not None and (original := self.state.claim_content(md5, url, accepted)):
             # SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed.
             self.state.add_duplicate(url, original)
             self.crawler.stats.inc_value("tarantula/documents/duplicate")
@@ -367,7 +369,7 @@ class TarantulaSpider(Spider):
                 continue
             verdict = self.rules.check(absolute, href)
             link = verdict.url
-            if link is None or not verdict.passed:
+            if link is None or not verdict.listed:
                 stats.inc_value(f"tarantula/filtered/{verdict.rule}")
                 logger.debug("Link dropped (%s): %s", verdict.rule, absolute)
                 continue
@@ -380,6 +382,10 @@ class TarantulaSpider(Spider):
                 continue
             listed.append((link, anchor))
             if link in queued or self._seen(link):
+                continue
+            if not verdict.passed:  # a guard against endless URL spaces: listed, never fetched
+                stats.inc_value(f"tarantula/filtered/{verdict.rule}")
+                logger.debug("Link dropped (%s): %s", verdict.rule, link)
                 continue
             if too_deep:
                 stats.inc_value("tarantula/filtered/max-depth")

@@ -554,6 +554,7 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "max-url-length": st.integers(1, 10**6).map(lambda n: (str(n), n)),
     "max-document-size": st.integers(1, 10**12).map(lambda n: (str(n), n)),
     "max-outlinks": st.integers(0, 10**6).map(lambda n: (str(n), n)),
+    "max-path-repetitions": st.integers(0, 100).map(lambda n: (str(n), n)),
     "max-retry-after": _floats(0).map(lambda f: (repr(f), f)),
     "resolve-only": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sort-query": st.sampled_from(sorted(BOOLEAN_WORDS.items())),

@@ -112,6 +112,17 @@ def test_colliding_mirror_names_never_overwrite(web, crawl):
     assert bodies == ["extensionless", "with extension"]
 
 
+def test_a_document_of_unknown_type_never_takes_a_folders_name(web, crawl):
+    web.page("a.test", "/", '<a href="/data">data</a><a href="/data/page.html">page</a>')
+    web.add("a.test", "/data", Resource(b"\x00\x01raw", headers={"Content-Type": "x-unknown"}))
+    web.page("a.test", "/data/page.html", "inside")
+    result = crawl([web.url("a.test", "/")])
+    folder = result.repository / f"a.test:{web.port}"
+    assert (folder / "data.bin").read_bytes() == b"\x00\x01raw"
+    assert (folder / "data" / "page.html").read_text() == "inside"
+    assert result.record(web.url("a.test", "/data")).type is None  # the index says "-"
+
+
 def test_delay_factor_slows_down_for_a_slow_host(web, crawl):
     for host, delay in (("slow.test", 0.3), ("fast.test", 0.0)):
         web.page(host, "/", host + "".join(f'<a href="/p{i}.html">p</a>' for i in range(4)))

@@ -67,7 +67,8 @@ def test_explain_names_the_rule_and_applies_robots(tmp_path):
     assert "fetched     no" in out[urls[0]] and "robots.txt disallows it" in out[urls[0]]
     assert "fetched     yes" in out[urls[1]] and "stored      yes" in out[urls[1]]
     assert "rule scope" in out[urls[2]]
-    assert "rule pathological-path" in out[urls[3]]
+    assert "rule pathological-path" in out[urls[3]] and "fetched     no" in out[urls[3]]
+    assert "listed      yes" in out[urls[3]]  # a guard stops the fetch, not the listing
     assert "rule scheme" in out[urls[4]]
     assert "rule reject" in out[urls[5]]
     assert "rule not-accepted" in out[urls[6]] and "listed      yes" in out[urls[6]]

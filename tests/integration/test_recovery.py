@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import os
 import signal
 import sqlite3
@@ -122,9 +123,12 @@ def test_recrawl_sends_conditional_requests_and_applies_changes(tmp_path):
                 "index.html": links + '<a href="/p6.html">p6</a>',
             },
         )
-        for name in ("p2.html", "p6.html", "index.html"):
+        # p4 is touched: a new Last-Modified and ETag, so a 200 with the same body as before.
+        for name in ("p2.html", "p6.html", "index.html", "p4.html"):
             os.utime(root / "a.test" / name, (later, later))
         (root / "a.test" / "p3.html").unlink()
+        p4_copy = first.repository / f"a.test:{web.port}" / "p4.html"
+        p4_written = p4_copy.stat().st_mtime_ns
         web.clear()
         second = run_crawl(conf)
         requests = {r.target: r for r in web.requests}
@@ -145,6 +149,10 @@ def test_recrawl_sends_conditional_requests_and_applies_changes(tmp_path):
     assert not (second.repository / host / "p3.html").exists()
     assert (second.repository / host / "p2.html").read_text() == "<title>P2 changed</title>"
     assert "Removed " + u("/p3.html") in second.log
+    # The same content again: counted unchanged, the copy left alone, the record's dates renewed.
+    assert requests["/p4.html"].headers.get("If-Modified-Since")
+    assert p4_copy.stat().st_mtime_ns == p4_written
+    assert second.record(u("/p4.html")).last_modified == email.utils.formatdate(later, usegmt=True)
 
 
 def test_second_run_before_the_period_does_nothing(web, tmp_path):

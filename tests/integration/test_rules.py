@@ -89,6 +89,20 @@ def test_not_accepted_pages_are_parsed_but_not_stored(web, crawl):
     assert result.files() == [f"a.test:{web.port}/r.pdf"]
 
 
+def test_a_not_accepted_page_with_a_stored_pages_body_is_not_parsed(web, crawl):
+    u = lambda p: web.url("a.test", p)  # noqa: E731
+    same = '<title>Same</title><a href="/">home</a>'
+    web.page("a.test", "/", '<a href="/a.html">a</a><a href="/copy.php">copy</a>')
+    web.page("a.test", "/a.html", same)
+    web.page("a.test", "/copy.php", same)
+    result = crawl([u("/")], accept_list=[r"\.html$", "/$"])
+    assert "/copy.php" in web.targets("a.test")
+    assert sorted(result.urls) == [u("/"), u("/a.html")]
+    assert "'tarantula/pages/parsed': 2," in result.log  # the copy was not parsed
+    duplicates = (result.repository / "duplicates.tsv").read_text(encoding="utf-8")
+    assert duplicates == f"{u('/copy.php')}\t{u('/a.html')}\n"
+
+
 def test_extensionless_name_is_accepted_by_its_type(web, crawl):
     u = lambda p: web.url("a.test", p)  # noqa: E731
     web.page("a.test", "/", '<a href="/about">about</a><a href="/data">data</a>')

@@ -156,6 +156,20 @@ def test_repeated_path_segments_are_dropped_as_pathological(web, crawl, tmp_path
     assert filtered(result, "pathological-path") == len(traps.REPEATED_GROUPS)
     assert "pathological-path: 3" in result.process.stdout  # the summary's breakdown
     assert filtered(result, "url-length") == 0  # the backstop was never needed
+    # Not fetched, but still a link of the page that has it (SPEC 7.2).
+    links = [link for link, _ in result.record(web.url(trap.host, "/x/x/")).links]
+    assert links == [web.url(trap.host, "/x/x/x/")]
+    assert_contained(tmp_path)
+
+
+def test_max_path_repetitions_sets_how_many_repeats_are_allowed(web, crawl, tmp_path):
+    trap = traps.repeated_paths(web)
+    result = crawl([trap.seed], max_depth=0, max_path_repetitions=3, **LIMITS)
+    assert_ended(result)
+    fetched = pages(web, trap.host)
+    assert "/x/x/x/" in fetched and "/a/b/a/b/a/b/" in fetched
+    assert "/x/x/x/x/" not in fetched and "/a/b/a/b/a/b/a/b/" not in fetched
+    assert filtered(result, "pathological-path") == len(traps.REPEATED_GROUPS)
     assert_contained(tmp_path)
 
 
@@ -462,9 +476,14 @@ def test_malformed_and_binary_pages_do_not_stop_the_crawl(web, crawl, tmp_path):
 # -- robots.txt ----------------------------------------------------------------------------------------
 
 
-def test_enormous_robots_txt_is_read_and_the_crawl_goes_on(web, crawl, tmp_path):
-    trap = traps.huge_robots(web, size=2 << 20)
-    result = crawl([trap.seed], **LIMITS)
+@pytest.mark.parametrize(
+    ("size", "limits"),
+    [(2 << 20, {}), (300_000, {"max_document_size": 100_000})],  # the 500 KiB read beat the limit
+    ids=["2MB", "over-max-document-size"],
+)
+def test_enormous_robots_txt_is_read_and_the_crawl_goes_on(web, crawl, tmp_path, size, limits):
+    trap = traps.huge_robots(web, size=size)
+    result = crawl([trap.seed], **LIMITS, **limits)
     assert_ended(result)
     assert web.targets(trap.host).count("/robots.txt") == 1
     assert sorted(pages(web, trap.host)) == sorted(trap.fetched)  # /private/ obeyed
