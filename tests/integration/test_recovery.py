@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tarantula.commands.crawl import recrawl_wait
+from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
+from tarantula.core.state import CrawlState
 from tarantula.demo.server import Resource, SiteServer
+from tarantula.spiders.tarantula import state_path
 
 from ..conftest import PROJECT, run_crawl, write_conf
 
@@ -188,3 +192,16 @@ def test_watch_mode_recrawls_every_period(web, tmp_path):
     db = sqlite3.connect(tmp_path / "repo" / ".tarantula" / "state.db")
     kinds = [kind for (kind,) in db.execute("SELECT kind FROM runs ORDER BY id")]
     assert kinds[:2] == ["crawl", "recrawl"]
+
+
+def test_the_period_counts_from_the_start_of_a_resumed_crawl(tmp_path):
+    conf = write_conf(tmp_path, ["http://a.test/"], period=1)
+    config = load_config(conf)
+    state = CrawlState(state_path(config))
+    state.begin(now=0)
+    state.end("shutdown", now=600)  # Ctrl-C after 10 minutes
+    state.begin(now=1800)  # resumed half an hour later, finished
+    state.end("finished", now=2000)
+    state.close()
+    assert recrawl_wait(config, now=3599) is not None  # due an hour after the crawl began
+    assert recrawl_wait(config, now=3600) is None  # not an hour after the resume
