@@ -75,7 +75,7 @@ class Command(ScrapyCommand):
         for url in args[1:]:
             allowed = None
             verdict = rules.check(url)
-            if opts.robots and verdict.url is not None and verdict.passed:
+            if opts.robots and verdict.url is not None and verdict.listed:
                 key = origin(verdict.url)[:2]
                 if key not in robots:
                     robots[key] = fetch_robots(config, verdict.url)

@@ -4,16 +4,16 @@ Each rule is small and named; the first rule that rejects a URL decides, and its
 that the logs (level 2), the stats (``tarantula/filtered/<rule>``) and ``scrapy explain`` show:
 
 1. ``scheme`` / ``invalid`` — normalization (SPEC 3): only well-formed http(s) URLs go on;
-2. ``scope`` — outside the crawl scope (SPEC 4);
-3. ``reject`` — a reject-list pattern matches (SPEC 5); ``pattern-timeout`` when a pattern cannot
+2. ``url-length`` — the normalized URL is longer than ``max-url-length`` (SPEC 2: dropped);
+3. ``scope`` — outside the crawl scope (SPEC 4);
+4. ``reject`` — a reject-list pattern matches (SPEC 5); ``pattern-timeout`` when a pattern cannot
    decide in time (:mod:`tarantula.core.patterns`).
 
-A URL these reject is neither fetched nor listed in the index. Two guards against endless URL
-spaces (SPEC 6) then keep a URL from being fetched while it is still listed as a link, as the
-spider does with ``max-depth`` (SPEC 7.2 lists every link that passes normalization, scope, the
-reject list and robots.txt):
+A URL these reject is neither fetched nor listed in the index. The guard against ever-repeating
+paths keeps a URL from being fetched while it is still listed as a link, as the spider does with
+``max-depth`` (SPEC 7.2 lists every link that passes normalization, scope, the reject list and
+robots.txt):
 
-- ``url-length`` — the normalized URL is longer than ``max-url-length``;
 - ``pathological-path`` — a segment or group of segments repeated more than
   ``max-path-repetitions`` times in a row (``/a/b/a/b/a/b/``), or more than 64 segments.
 
@@ -70,13 +70,14 @@ class UrlRules:
         in_scope = build_scope(config.scope, seeds)
         limit = config.max_url_length
         times = config.max_path_repetitions + 1 if config.max_path_repetitions else 0
-        #: Guards against endless URL spaces (SPEC 6): the URL is not fetched, but may be listed.
+        #: Guards against endless URL spaces (SPEC 6) that stop the fetch but not the listing.
         self.guards: list[tuple[str, Callable[[str, Origin], bool]]] = [
-            ("url-length", lambda url, o: len(url) > limit),
             ("pathological-path", lambda url, o: pathological(o.path, times)),
         ]
-        #: Rules that keep the URL out of the crawl and the index alike (SPEC 4, 5).
+        #: Rules that keep the URL out of the crawl and the index alike. url-length comes first:
+        #: an over-long URL is dropped (SPEC 2) before any pattern scans it.
         self.rules: list[tuple[str, Rule]] = [
+            ("url-length", lambda href, url, o, name: len(url) > limit),
             ("scope", lambda href, url, o, name: not in_scope(o)),
             ("reject", lambda href, url, o, name: self.filters.rejects(href, url, name)),
         ]
@@ -90,7 +91,7 @@ class UrlRules:
         try:
             normalized = self.normalize(url)
         except UrlRejected as exc:
-            return Verdict(None, exc.reason)
+            return Verdict(None, exc.reason, listed=False)
         where = origin(normalized)
         name = file_name(where.path)
         written = url if href is None else href

@@ -375,10 +375,11 @@ class CrawlState:
         if h in self._seen:
             if not self.dfs or h in self._handed:
                 return False
-            # Found again earlier in dfs order: it moves up, keeping the URL as first discovered.
+            # Found again earlier in dfs order: it moves up, keeping how it was first discovered
+            # (its original URL, and a redirect's or retry's meta with it).
             cursor = self.db.execute(
-                "UPDATE urls SET key = ?, depth = ?, extra = ? WHERE hash = ? AND state = 0 AND key > ?",
-                (key, depth, extra, h, key),
+                "UPDATE urls SET key = ?, depth = ? WHERE hash = ? AND state = 0 AND key > ?",
+                (key, depth, h, key),
             )
             self.dirty = True
             if cursor.rowcount:

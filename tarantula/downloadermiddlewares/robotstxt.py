@@ -56,7 +56,9 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
         if netloc not in self._parsers:
             self._parsers[netloc] = Deferred()
             # At least the 500 KiB that are read, whatever max-document-size (DOWNLOAD_MAXSIZE)
-            # says: a larger limit for documents applies to robots.txt too.
+            # says; a larger limit for documents applies to robots.txt too. Scrapy cancels a
+            # download over the limit rather than cutting it short, so a robots.txt larger than
+            # both fails like an unreachable one (the host is disallowed: the safe side).
             maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
             robots_request = Request(
                 f"{urlparse_cached(request).scheme}://{netloc}/robots.txt",
