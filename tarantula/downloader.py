@@ -57,7 +57,7 @@ class Downloader(ScrapyDownloader):
                 break
 
 
-def cut_at_max_size(exc: BaseException) -> bool:
+def cut_at_max_size(exc: BaseException | None) -> bool:
     """Whether a download failed because the document is larger than ``max-document-size``
     (``DOWNLOAD_MAXSIZE``): announced by Content-Length, found while streaming the body, or while
     decompressing it (a gzip bomb).
