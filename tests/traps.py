@@ -196,11 +196,12 @@ def session_page_count(depth: int) -> int:
 REPEATED_GROUPS = ("a/b/", "x/", "c/d/e/")
 
 
-def repeated_paths(web: SiteServer, host: str = "deep.test") -> Trap:
+def repeated_paths(web: SiteServer, allowed: int = 2, host: str = "deep.test") -> Trap:
     """Ever deeper repeated paths: ``/a/b/`` links ``a/b/`` (``/a/b/a/b/``), and so on forever;
-    likewise ``/x/`` and ``/c/d/e/``. A path repeating a segment group three times in a row is
-    dropped by ``pathological-path``; ``/docs/v1/docs/v2/docs/v3/page.html`` (repeated, but never
-    in a row) is a legitimate page that must be fetched."""
+    likewise ``/x/`` and ``/c/d/e/``. A path repeating a segment group more than ``allowed`` times
+    (``max-path-repetitions``) in a row is dropped by ``pathological-path``;
+    ``/docs/v1/docs/v2/docs/v3/page.html`` (repeated, but never in a row) is a legitimate page that
+    must be fetched."""
     no_robots(web, host)
 
     def deeper(group: str) -> Callable[[RequestRecord], Resource]:
@@ -217,15 +218,18 @@ def repeated_paths(web: SiteServer, host: str = "deep.test") -> Trap:
     for group in REPEATED_GROUPS:
         web.add(host, "/" + group, deeper(group))
     fetched = ["/", fine]
-    fetched += ["/" + group * n for group in REPEATED_GROUPS for n in (1, 2)]
-    never = ["/" + group * n for group in REPEATED_GROUPS for n in (3, 4)]
+    fetched += ["/" + group * n for group in REPEATED_GROUPS for n in range(1, allowed + 1)]
+    never = ["/" + group * n for group in REPEATED_GROUPS for n in (allowed + 1, allowed + 2)]
     return Trap(
         seed=web.url(host, "/"),
         host=host,
         fetched=fetched,
         never=never,
         stored=[web.url(host, t) for t in fetched],
-        dropped={web.url(host, "/" + group * 3): "pathological-path" for group in REPEATED_GROUPS},
+        dropped={
+            web.url(host, "/" + group * (allowed + 1)): "pathological-path"
+            for group in REPEATED_GROUPS
+        },
     )
 
 
