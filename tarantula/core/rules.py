@@ -41,8 +41,8 @@ logger = logging.getLogger(__name__)
 class Verdict:
     """The outcome of the chain: the normalized URL (None when it has none), the deciding rule,
     and whether the URL may be listed in the index (SPEC 7.2: a link is listed when it passes
-    normalization, scope and the reject list; the guards against endless URL spaces only keep it
-    from being fetched, as max-depth does)."""
+    normalization, scope and the reject list; the pathological-path guard only keeps it from being
+    fetched, as max-depth does)."""
 
     url: str | None
     rule: str | None = None  # None: every rule let the URL through
