@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import email.utils
 import itertools
+import time
 
 import pytest
 
@@ -42,6 +44,60 @@ def test_retry_after_pushes_the_host_back(web, crawl):
     assert all(t - hits[0] >= 2.0 - 0.05 for t in after), "the whole host waits, not only the URL"
     assert web.url("a.test", "/limited.html") in result.urls
     assert "Backing off a.test for 2.0 s (HTTP 429)" in result.log
+
+
+def test_retry_after_as_an_http_date(web, crawl):
+    hits = []
+
+    def limited(record):
+        hits.append(record.time)
+        if len(hits) == 1:
+            when = email.utils.formatdate(time.time() + 3, usegmt=True)  # whole seconds: 2-3 s
+            return Resource(b"later", status=503, headers={"Retry-After": when})
+        return Resource(b"<title>ok</title>", headers={"Content-Type": "text/html"})
+
+    web.page("a.test", "/", '<a href="/limited.html">l</a>')
+    web.add("a.test", "/limited.html", limited)
+    result = crawl([web.url("a.test", "/")], threads=1)
+    assert result.status == 0
+    assert len(hits) == 2 and hits[1] - hits[0] >= 2.0 - 0.05
+    assert web.url("a.test", "/limited.html") in result.urls
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_without_retry_after_the_back_off_doubles(web, crawl, status):
+    hits = []
+
+    def busy(record):
+        hits.append(record.time)
+        if len(hits) <= 2:
+            return Resource(b"busy", status=status)
+        return Resource(b"<title>ok</title>", headers={"Content-Type": "text/html"})
+
+    web.page("a.test", "/", '<a href="/busy.html">b</a>')
+    web.add("a.test", "/busy.html", busy)
+    result = crawl([web.url("a.test", "/")], threads=1)
+    assert result.status == 0
+    assert len(hits) == 3
+    first, second = hits[1] - hits[0], hits[2] - hits[1]
+    assert first >= 1.0 - 0.05 and second >= 2.0 - 0.05, (first, second)  # 1 s, then 2 s
+    assert web.url("a.test", "/busy.html") in result.urls
+    assert f"Backing off a.test for 1.0 s (HTTP {status})" in result.log
+    assert f"Backing off a.test for 2.0 s (HTTP {status})" in result.log
+
+
+def test_threads_bound_the_requests_in_flight_across_hosts(web, crawl):
+    hosts = [f"h{i}.test" for i in range(4)]
+    for host in hosts:
+        pages(web, host, 6, delay=0.3)
+    seeds = [web.url(host, "/") for host in hosts]
+    result = crawl(seeds, threads=3, host_concurrency=4)
+    assert result.status == 0
+    assert len(result.records) == 4 * 7
+    # Requests in flight across all hosts: never above `threads`, and `threads` is reached.
+    events = sorted([(r.time, 1) for r in web.requests] + [(r.end, -1) for r in web.requests])
+    in_flight = list(itertools.accumulate(delta for _, delta in events))
+    assert max(in_flight) == 3, max(in_flight)
 
 
 def test_retry_after_beyond_the_limit_drops_the_host(web, crawl):

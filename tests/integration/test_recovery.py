@@ -28,17 +28,44 @@ pytestmark = pytest.mark.e2e
 PAGES = 300
 
 
+def tree_links(i: int, pages: int = PAGES) -> list[int]:
+    """The pages that page i of :func:`tree_site` links to, in document order."""
+    return [j for j in (2 * i + 1, 2 * i + 2, i // 3) if j < pages]
+
+
+def tree_body(i: int, pages: int = PAGES) -> bytes:
+    links = "".join(f'<a href="/p{j}.html">p{j}</a>' for j in tree_links(i, pages))
+    return f"<title>Page {i}</title>{links}".encode()
+
+
 def tree_site(web: SiteServer, pages: int = PAGES, delay: float = 0.04) -> list[str]:
     """Page i links to 2i+1, 2i+2 and to i // 3 (a link back), all answered after ``delay``."""
     for i in range(pages):
-        links = [j for j in (2 * i + 1, 2 * i + 2, i // 3) if j < pages]
-        body = f"<title>Page {i}</title>" + "".join(f'<a href="/p{j}.html">p{j}</a>' for j in links)
         web.add(
             "a.test",
             f"/p{i}.html",
-            Resource(body.encode(), delay=delay, headers={"Content-Type": "text/html"}),
+            Resource(tree_body(i, pages), delay=delay, headers={"Content-Type": "text/html"}),
         )
     return [web.url("a.test", f"/p{i}.html") for i in range(pages)]
+
+
+def assert_whole(web: SiteServer, repository: Path, pages: int = PAGES) -> list[str]:
+    """The index holds only whole records, each once, with all of its page's link lines, and every
+    mirror file is a whole copy; returns the indexed URLs."""
+    path = repository / "index.txt"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    assert text == "" or text.endswith("\n"), "the index ends inside a line"
+    records = list(parse_index(text))
+    urls = [r.url for r in records]
+    assert len(urls) == len(set(urls)), "a record twice"
+    for record in records:
+        i = int(record.url.rsplit("/p", 1)[1].removesuffix(".html"))
+        expected = tuple((web.url("a.test", f"/p{j}.html"), f"p{j}") for j in tree_links(i, pages))
+        assert record.links == expected, record.url
+    host = repository / f"a.test:{web.port}"
+    for copy in host.glob("p*.html") if host.exists() else ():
+        assert copy.read_bytes() == tree_body(int(copy.stem[1:]), pages), copy.name
+    return urls
 
 
 def start_crawl(conf: Path) -> subprocess.Popen[str]:
@@ -52,11 +79,6 @@ def start_crawl(conf: Path) -> subprocess.Popen[str]:
     )
 
 
-def index_urls(repository: Path) -> list[str]:
-    path = repository / "index.txt"
-    return [r.url for r in parse_index(path.read_text(encoding="utf-8"))] if path.exists() else []
-
-
 def test_resume_after_repeated_kill_9_loses_nothing_and_fetches_no_stored_page_twice(web, tmp_path):
     urls = tree_site(web)
     conf = write_conf(tmp_path, [urls[0]], threads=4, host_concurrency=4, log_level=1)
@@ -67,14 +89,13 @@ def test_resume_after_repeated_kill_9_loses_nothing_and_fetches_no_stored_page_t
         time.sleep(wait)
         process.send_signal(signal.SIGKILL)
         process.communicate()
-        indexed = index_urls(repository)  # parses: only whole records after a kill
-        assert len(indexed) == len(set(indexed)), "a record twice"
+        indexed = assert_whole(web, repository)  # only whole records and files after a kill
         fetched_after.append((set(indexed), len(web.requests)))
     assert 0 < len(fetched_after[-1][0]) < PAGES, "the kills should land mid-crawl"
     final = run_crawl(conf, timeout=300)
     assert final.status == 0, final.process.stdout
     assert "Resumed crawl finished (finished)" in final.process.stdout
-    counts = Counter(final.urls)
+    counts = Counter(assert_whole(web, repository))
     assert set(counts) == set(urls) and max(counts.values()) == 1  # every page exactly once
     assert sorted(final.files()) == sorted(f"a.test:{web.port}/p{i}.html" for i in range(PAGES))
     assert not [p for p in repository.rglob("*.tmp")], "temporary files left in the mirror"
@@ -92,7 +113,7 @@ def test_ctrl_c_stops_gracefully_and_the_next_run_resumes(web, tmp_path):
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 0
     assert "Crawl finished (shutdown)" in output
-    first = index_urls(tmp_path / "repo")
+    first = assert_whole(web, tmp_path / "repo", pages=120)
     assert 0 < len(first) < 120
     result = run_crawl(conf)
     assert "Resumed crawl finished (finished)" in result.process.stdout
@@ -106,6 +127,25 @@ def write_site(root: Path, pages: dict[str, str]) -> None:
         path.write_text(html, encoding="utf-8")
 
 
+def test_ctrl_c_twice_stops_at_once_and_the_next_run_resumes(web, tmp_path):
+    urls = tree_site(web, pages=120, delay=0.2)
+    conf = write_conf(tmp_path, [urls[0]], threads=4, host_concurrency=4, log_level=1)
+    process = start_crawl(conf)
+    time.sleep(2.5)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.1)
+    process.send_signal(signal.SIGINT)  # the second Ctrl-C: a hard stop, no waiting for downloads
+    process.communicate(timeout=30)
+    log = (tmp_path / "log").read_text(encoding="utf-8")
+    assert "forcing unclean shutdown" in log
+    first = assert_whole(web, tmp_path / "repo", pages=120)
+    assert len(first) < 120
+    result = run_crawl(conf)
+    assert result.status == 0, result.process.stdout
+    assert "Resumed crawl finished (finished)" in result.process.stdout
+    assert Counter(assert_whole(web, tmp_path / "repo", pages=120)) == Counter(urls)
+
+
 def test_recrawl_sends_conditional_requests_and_applies_changes(tmp_path):
     root = tmp_path / "site"
     links = "".join(f'<a href="/p{i}.html">p{i}</a>' for i in range(1, 6))
@@ -117,7 +157,12 @@ def test_recrawl_sends_conditional_requests_and_applies_changes(tmp_path):
         conf = write_conf(tmp_path, [u("/")], period=0)
         first = run_crawl(conf)
         assert first.status == 0 and len(first.records) == 6
-        # Between the runs: p2 changes, p3 is deleted, p6 appears (linked from a changed home page).
+        with sqlite3.connect(first.repository / ".tarantula" / "state.db") as db:
+            validators = {url: (lm, etag) for url, lm, etag in db.execute(
+                "SELECT url, last_modified, etag FROM documents")}  # fmt: skip
+        # Between the runs: p2 changes, p3 is deleted, p5 is gone for good (410), p6 appears
+        # (linked from a changed home page).
+        web.add("a.test", "/p5.html", Resource(b"gone\n", 410, {"Content-Type": "text/plain"}))
         later = time.time() + 5
         write_site(
             root,
@@ -138,19 +183,23 @@ def test_recrawl_sends_conditional_requests_and_applies_changes(tmp_path):
         requests = {r.target: r for r in web.requests}
     assert second.status == 0, second.process.stdout
     assert "Recrawl finished (finished)" in second.process.stdout
-    assert "recrawl            unchanged 3, changed 2, removed 1, new 1" in second.process.stdout
+    assert "recrawl            unchanged 2, changed 2, removed 2, new 1" in second.process.stdout
     for page in ("/", "/p1.html", "/p2.html", "/p3.html", "/p4.html", "/p5.html"):
-        assert "If-Modified-Since" in requests[page].headers, page
-        assert "If-None-Match" in requests[page].headers, page
+        last_modified, etag = validators[u(page)]
+        assert requests[page].headers["If-Modified-Since"] == last_modified, page
+        assert requests[page].headers["If-None-Match"] == etag, page
     assert "If-Modified-Since" not in requests["/p6.html"].headers
-    # The index is rewritten: one record per stored document, p3 gone, p2 and p6 current.
+    # The index is rewritten: one record per stored document, p3 and p5 gone, p2 and p6 current.
     assert Counter(second.urls) == Counter(
-        u(p) for p in ("/", "/p1.html", "/p2.html", "/p4.html", "/p5.html", "/p6.html")
+        u(p) for p in ("/", "/p1.html", "/p2.html", "/p4.html", "/p6.html")
     )
     assert second.record(u("/p2.html")).title == "P2 changed"
     assert (u("/p6.html"), "p6") in second.record(u("/")).links
     host = f"a.test:{web.port}"
     assert not (second.repository / host / "p3.html").exists()
+    assert not (second.repository / host / "p5.html").exists()
+    assert (second.repository / host / "p6.html").read_text() == "<title>P6</title>"
+    assert "Removed " + u("/p5.html") in second.log
     assert (second.repository / host / "p2.html").read_text() == "<title>P2 changed</title>"
     assert "Removed " + u("/p3.html") in second.log
     # The same content again: counted unchanged, the copy left alone, the record's dates renewed.
