@@ -509,6 +509,8 @@ def _check_problems(text: str) -> None:
             assert 1 <= problem.col <= len(lines[problem.line - 1]) + 1
         positions = [(p.line, p.col) for p in exc.problems]
         assert positions == sorted(positions)
+        for problem in exc.problems:  # what the commands print, one line each, then exit 2
+            assert re.fullmatch(r"c\.conf:\d+:\d+: error: [^\n]+", str(problem)), str(problem)
 
 
 @given(st.text())
@@ -640,3 +642,18 @@ def test_module_stays_free_of_scrapy_and_twisted() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["crawler.conf", "demo.conf"])
+def test_shipped_configurations_load(name: str) -> None:
+    config = load_config(PROJECT / "conf" / name)
+    assert config.starting_points
+
+
+def test_crawler_conf_sets_every_key() -> None:
+    text = (PROJECT / "conf" / "crawler.conf").read_text(encoding="utf-8")
+    keys = {m.lower() for m in re.findall(r"^([A-Za-z-]+)\s*=", text, re.M)}
+    assert keys == set(_KEYS)

@@ -37,7 +37,7 @@ def test_retry_after_pushes_the_host_back(web, crawl):
     web.page("a.test", "/", '<a href="/limited.html">l</a><a href="/other.html">o</a>')
     web.add("a.test", "/limited.html", limited)
     web.page("a.test", "/other.html", "other")
-    result = crawl([web.url("a.test", "/")], threads=1)
+    result = crawl([web.url("a.test", "/")], threads=1, log_level=1)  # the line is at level 1
     assert result.status == 0
     assert len(hits) == 2 and hits[1] - hits[0] >= 2.0 - 0.05
     after = [r.time for r in web.requests if r.time > hits[0] and r.host == "a.test"]
@@ -136,7 +136,11 @@ def test_no_heartbeat_stalls_with_a_short_delay(web, crawl):
 
 def test_per_host_stats(web, crawl):
     pages(web, "a.test", 3)
-    result = crawl([web.url("a.test", "/")])
+    result = crawl([web.url("a.test", "/")], delay=0.05)
     assert "'tarantula/host/a.test/requests': 4" in result.log
     assert "'tarantula/host/a.test/errors': 0" in result.log
     assert "'tarantula/host/a.test/mean-latency'" in result.log
+    assert "'tarantula/host/a.test/delay': 0.05" in result.log
+    # Bytes of the bodies received, robots.txt (a 404 page here) included.
+    sizes = [len(web._resolve(r).body) for r in web.requests if r.host == "a.test"]
+    assert f"'tarantula/host/a.test/bytes': {sum(sizes)}" in result.log, sizes

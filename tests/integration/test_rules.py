@@ -103,6 +103,18 @@ def test_a_not_accepted_page_with_a_stored_pages_body_is_not_parsed(web, crawl):
     assert duplicates == f"{u('/copy.php')}\t{u('/a.html')}\n"
 
 
+def test_not_accepted_pages_do_not_count_towards_max_page_number(web, crawl):
+    u = lambda p: web.url("a.test", p)  # noqa: E731
+    web.page("a.test", "/", '<a href="/list.php">list</a>')
+    web.page("a.test", "/list.php", "".join(f'<a href="/r{i}.pdf">r{i}</a>' for i in range(3)))
+    for i in range(3):
+        pdf = Resource(b"%PDF-1.4 " + bytes([i]), headers={"Content-Type": "application/pdf"})
+        web.add("a.test", f"/r{i}.pdf", pdf)
+    result = crawl([u("/")], accept_list=[r"\.pdf$"], max_page_number=2)
+    assert "Crawl finished (max-page-number)" in result.process.stdout
+    assert len(result.urls) == 2 and all(url.endswith(".pdf") for url in result.urls)
+
+
 def test_extensionless_name_is_accepted_by_its_type(web, crawl):
     u = lambda p: web.url("a.test", p)  # noqa: E731
     web.page("a.test", "/", '<a href="/about">about</a><a href="/data">data</a>')

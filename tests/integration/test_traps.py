@@ -403,6 +403,8 @@ def test_oversized_documents_are_filtered_and_never_drop_the_host(web, crawl, tm
     assert_stored(result, trap)
     # Declared or found while streaming, each is the max-document-size rule, not a host failure.
     assert filtered(result, "max-document-size") == 4, diagnose(result)
+    for target in trap.fetched[:4]:
+        assert f"Not stored (max-document-size): {trap.server.url(trap.host, target)}" in result.log
     assert stats_under(result, "tarantula/failures/") == {}
     assert stat(result, "tarantula/hosts/dropped") == 0
     assert_contained(tmp_path)
