@@ -212,7 +212,7 @@ class TarantulaSpider(Spider):
             kind = f"http-{response.status}"
             logger.info("HTTP %s for %s", response.status, response.url)
             if response.status in (404, 410) and url is not None:
-                self._remove(url, response.status)
+                self._remove(url, f"HTTP {response.status}")
         elif cut_at_max_size(failure.value):
             self.crawler.stats.inc_value("tarantula/filtered/max-document-size")
             logger.debug("Not stored (max-document-size): %s", url)
@@ -230,14 +230,15 @@ class TarantulaSpider(Spider):
         if url is not None:
             self.state.finish(url, kind)
 
-    def _remove(self, url: str, status: int) -> None:
-        """A stored document is gone from the web: remove its copy and its record."""
+    def _remove(self, url: str, why: str) -> None:
+        """A stored document is gone from the web, or is now a copy of another: remove its copy
+        and its record."""
         doc = self.state.remove(url)
         if doc is None:
             return
         (self.config.repository / doc.path).unlink(missing_ok=True)
         self.crawler.stats.inc_value("tarantula/recrawl/removed")
-        logger.info("Removed %s (HTTP %d) and its copy %s", url, status, doc.path)
+        logger.info("Removed %s (%s) and its copy %s", url, why, doc.path)
 
     # -- responses -------------------------------------------------------------------------------
 
@@ -278,7 +279,9 @@ class TarantulaSpider(Spider):
         hashed = accepted or dtype == "html"
         md5 = hashlib.md5(response.body, usedforsecurity=False).hexdigest() if hashed else None
         if md5 is not None and (original := self.state.claim_content(md5, url, accepted)):
-            # SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed.
+            # SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed;
+            # in a recrawl, a stored document that has become one is removed.
+            self._remove(url, f"now a copy of {original}")
             self.state.add_duplicate(url, original)
             self.crawler.stats.inc_value("tarantula/documents/duplicate")
             logger.info("Duplicate of %s: %s", original, url)

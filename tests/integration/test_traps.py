@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tarantula.core.index import parse_index
-from tarantula.demo.server import SiteServer
+from tarantula.demo.server import Resource, SiteServer
 
 from .. import traps
 from ..conftest import Crawl, run_crawl, write_conf
@@ -448,6 +448,31 @@ def test_duplicates_hold_across_resume_and_recrawl(web, tmp_path):
     assert set(listed) == {f"{dup}\t{orig}" for dup, orig in trap.dropped.items()}
     found = [stat(r, "tarantula/documents/duplicate") for r in (first, second)]
     assert sum(found) == 2, found
+    assert_contained(tmp_path)
+
+
+def test_duplicates_found_in_a_recrawl(web, tmp_path):
+    trap = traps.duplicates(web)
+    conf = write_conf(tmp_path, [trap.seed], period=0, time_limit=30)
+    first = run_crawl(conf)
+    assert_ended(first)
+    # Between the runs: a new page with the same body, and a stored page changed into a copy.
+    u = lambda t: web.url(trap.host, t)  # noqa: E731
+    same = Resource(traps.DUPLICATE_BODY, headers={"Content-Type": traps.HTML})
+    web.add(trap.host, "/three/page.html", same)
+    web.add(trap.host, "/one/child.html", same)
+    links = [(t, t) for t in ("/one/page.html", "/two/page.html", "/three/page.html")]
+    web.add(trap.host, "/", traps.html_resource("Duplicates again", links))
+    (tmp_path / "log").unlink()
+    second = run_crawl(conf)
+    assert "Recrawl" in second.process.stdout
+    assert_ended(second)
+    assert sorted(second.urls) == [u("/"), u("/one/page.html")]
+    assert not (second.repository / f"{trap.host}:{web.port}" / "one" / "child.html").exists()
+    listed = (second.repository / "duplicates.tsv").read_text(encoding="utf-8").splitlines()
+    original = u("/one/page.html")
+    assert f"{u('/three/page.html')}\t{original}" in listed
+    assert f"{u('/one/child.html')}\t{original}" in listed
     assert_contained(tmp_path)
 
 
