@@ -12,6 +12,7 @@ from urllib.robotparser import RobotFileParser
 import pytest
 
 from bench.generate import generate, load_manifest
+from bench.servers import nginx_binary
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -95,8 +96,12 @@ def test_generated_web_is_deterministic_and_reachable(tmp_path: Path) -> None:
     assert any(u.endswith(".pdf") for u in seen)
 
 
-def test_tiny_benchmark_runs(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx"]
+@pytest.mark.parametrize("server", ["nginx", "asyncio"])
+def test_tiny_benchmark_runs(tmp_path: Path, server: str) -> None:
+    if server == "nginx" and nginx_binary() is None:
+        pytest.skip("nginx is not installed (Debian package nginx; .ci/run installs it)")
+    command = [sys.executable, "-m", "bench.run", "--preset", "tiny", "--runs", "1"]
+    command += ["--no-nginx"] if server == "asyncio" else []
     done = subprocess.run(
         [*command, "--results-dir", str(tmp_path)],
         cwd=PROJECT,
@@ -117,4 +122,6 @@ def test_tiny_benchmark_runs(tmp_path: Path) -> None:
     assert rows["tarantula"]["exit"] == "0" and rows["scrapy"]["exit"] == "0", done.stdout
     assert int(rows["scrapy"]["pages"]) >= 300, done.stdout  # the PDFs are ignored extensions
     (written,) = tmp_path.glob("tiny-*.md")
-    assert "| tarantula | median of 1 |" in written.read_text(encoding="utf-8")
+    report = written.read_text(encoding="utf-8")
+    assert "| tarantula | median of 1 |" in report
+    assert f"- server: {server}" in report, report
