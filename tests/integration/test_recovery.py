@@ -104,6 +104,28 @@ def test_resume_after_repeated_kill_9_loses_nothing_and_fetches_no_stored_page_t
         assert not indexed & later, f"stored pages fetched again: {sorted(indexed & later)[:5]}"
 
 
+def test_a_reader_sees_each_record_within_seconds(web, tmp_path):
+    urls = tree_site(web, pages=40, delay=0.3)
+    conf = write_conf(tmp_path, [urls[0]], threads=1, log_level=1)
+    index = tmp_path / "repo" / "index.txt"
+    process = start_crawl(conf)
+    seen: dict[str, float] = {}  # URL -> when its record was first readable
+    try:
+        deadline = time.monotonic() + 30
+        while len(seen) < 5 and time.monotonic() < deadline:
+            text = index.read_text(encoding="utf-8") if index.exists() else ""
+            for record in parse_index(text[: text.rfind("\n") + 1]):
+                seen.setdefault(record.url, time.monotonic())
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+    served = {web.url(r.host, r.target): r.end for r in web.requests}
+    assert len(seen) >= 5, seen
+    lags = [seen[url] - served[url] for url in seen]
+    assert max(lags) < 2.0, lags  # the state commits every 0.5 s, then appends the records
+
+
 def test_ctrl_c_stops_gracefully_and_the_next_run_resumes(web, tmp_path):
     urls = tree_site(web, pages=120, delay=0.05)
     conf = write_conf(tmp_path, [urls[0]], threads=2, host_concurrency=2, log_level=1)
