@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tarantula.core import mirror
 from tarantula.core.mirror import (
+    UNKNOWN_TYPE_EXTENSION,
     UnsafePath,
     disambiguate,
     mirror_relpath,
@@ -283,3 +284,22 @@ def test_distinct_urls_examples():
     ]
     relpaths = {mirror_relpath(normalize_url(u), "html") for u in urls}
     assert len(relpaths) == len({normalize_url(u) for u in urls})
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(_HOSTS, _TEXT, _TYPE_EXTS), min_size=2, max_size=8))
+def test_stored_documents_never_share_a_file(repository, documents):
+    """What the mirror pipeline does: the first URL to claim a path keeps it, a later one whose
+    path is taken (the layout's inherent collisions) gets a disambiguated name; no two documents,
+    of any hosts and types, ever end in the same file."""
+    owners: dict[PurePosixPath, str] = {}
+    for host, path, type_ext in documents:
+        url = _normalized(f"http://{host}/{path}")
+        if url is None or url in owners.values():
+            continue
+        relpath = mirror_relpath(url, type_ext or UNKNOWN_TYPE_EXTENSION)
+        if relpath in owners:
+            relpath = disambiguate(relpath, url)
+        assert relpath not in owners, (owners.get(relpath), url)
+        assert store_path(repository, relpath).is_relative_to(Path(repository).resolve())
+        owners[relpath] = url
