@@ -119,3 +119,31 @@ def test_dfs_order_is_a_recursive_walk_with_one_thread(web, crawl):
     assert result.status == 0
     # /c is linked from / (third) but a recursive walk meets it first under /a.
     assert web.targets("a.test") == ["/robots.txt", "/", "/a", "/a1", "/a11", "/c", "/c1", "/b"]
+
+
+def test_path_scope_area_links_and_headers_as_sent(web, crawl):
+    u = lambda p: web.url("a.test", p)  # noqa: E731
+    web.page(
+        "a.test",
+        "/docs/",
+        '<a href="/docs/guide.html">guide</a><a href="/docs2/other.html">sibling</a>'
+        '<a href="/index.html">up</a><map name="m"><area href="/docs/map.html" alt="Map"></map>',
+    )
+    sent = {
+        "Last_Modified": "Tue, 15 Nov 1994 08:12:31 GMT",
+        "Date": "Wed, 16 Nov 1994 09:00:00 GMT",
+    }
+    web.page("a.test", "/docs/guide.html", "<title>Guide</title>", **sent)
+    for path in ("/docs/map.html", "/docs2/other.html", "/index.html"):
+        web.page("a.test", path, "<title>x</title>")
+    result = crawl([u("/docs/")], scope="path-scope")
+    assert result.status == 0
+    # path-scope: the seed's folder and below; /docs2/ only shares a prefix of the name.
+    assert sorted(result.urls) == [u("/docs/"), u("/docs/guide.html"), u("/docs/map.html")]
+    assert not {"/docs2/other.html", "/index.html"} & set(web.targets("a.test"))
+    assert (u("/docs/map.html"), "Map") in result.record(u("/docs/")).links  # <area href>
+    guide = result.record(u("/docs/guide.html"))
+    assert (guide.last_modified, guide.server_date) == (
+        "Tue, 15 Nov 1994 08:12:31 GMT",
+        "Wed, 16 Nov 1994 09:00:00 GMT",
+    )
