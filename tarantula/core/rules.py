@@ -95,7 +95,6 @@ class UrlRules:
         where = origin(normalized)
         name = file_name(where.path)
         written = url if href is None else href
-        guard = next((rule for rule, rejects in self.guards if rejects(normalized, where)), None)
         for rule_name, rejects in self.rules:
             try:
                 if rejects(written, normalized, where, name):
@@ -106,6 +105,7 @@ class UrlRules:
             except Exception:
                 logger.exception("rule %s failed on %s; the URL is rejected", rule_name, url)
                 return Verdict(normalized, "error", listed=False)
+        guard = next((rule for rule, rejects in self.guards if rejects(normalized, where)), None)
         return Verdict(normalized, guard)
 
     def _timed_out(self, exc: PatternTimeout) -> None:
