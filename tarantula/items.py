@@ -26,7 +26,7 @@ class Document:
     status: str = "new"
     unchanged: bool = False  # set by the spider for a 304: nothing to store, the copy stays
     path: str | None = None  # relative mirror path, set by the mirror pipeline
-    md5: str | None = None  # content MD5, set by the mirror pipeline
+    md5: str | None = None  # content MD5: the spider's, else computed by the mirror pipeline
 
     def record(self) -> IndexRecord:
         return IndexRecord(self.url_md5, self.url, self.original_url, self.title, self.encoding,

@@ -68,7 +68,7 @@ class MirrorPipeline:
     def process_item(self, item: object, spider: Spider | None = None) -> object:
         if not isinstance(item, Document) or item.unchanged:
             return item
-        md5 = hashlib.md5(item.body, usedforsecurity=False).hexdigest()
+        md5 = item.md5 or hashlib.md5(item.body, usedforsecurity=False).hexdigest()
         existing = self.state.document(item.url)
         if existing is not None and existing.md5 == md5:
             # A 200 with the same body (recrawl): the copy stays as it is; the index pipeline still

@@ -320,6 +320,7 @@ class TarantulaSpider(Spider):
             etag=_header(response, "ETag"),
             links=links,
             body=response.body,
+            md5=md5,  # hashed above for the duplicate check; the mirror pipeline reuses it
         )
 
     async def _unchanged(self, response: Response, url: str) -> AsyncIterator[Any]:
