@@ -113,9 +113,8 @@ def test_a_reader_sees_each_record_within_seconds(web, tmp_path):
     try:
         deadline = time.monotonic() + 30
         while len(seen) < 5 and time.monotonic() < deadline:
-            text = index.read_text(encoding="utf-8") if index.exists() else ""
-            for record in parse_index(text[: text.rfind("\n") + 1]):
-                seen.setdefault(record.url, time.monotonic())
+            for url in whole_records(index):
+                seen.setdefault(url, time.monotonic())
             time.sleep(0.05)
     finally:
         process.send_signal(signal.SIGKILL)
@@ -133,18 +132,34 @@ def write_site(root: Path, pages: dict[str, str]) -> None:
         path.write_text(html, encoding="utf-8")
 
 
+def whole_records(index: Path) -> list[str]:
+    """The URLs of the records a reader sees now (a last line still being written is left out)."""
+    text = index.read_text(encoding="utf-8") if index.exists() else ""
+    return [record.url for record in parse_index(text[: text.rfind("\n") + 1])]
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("presses", [1, 2], ids=["ctrl-c", "ctrl-c-twice"])
 def test_ctrl_c_stops_and_the_next_run_resumes(web, tmp_path, presses):
-    urls = tree_site(web, pages=120, delay=0.2)
+    # Slow pages while stopping, so downloads are surely in flight at each Ctrl-C.
+    urls = tree_site(web, pages=120, delay=1.0)
     conf = write_conf(tmp_path, [urls[0]], threads=4, host_concurrency=4, log_level=1)
+    index, log_file = tmp_path / "repo" / "index.txt", tmp_path / "log"
     process = start_crawl(conf)
-    time.sleep(2.5)
+    wait_for(lambda: len(whole_records(index)) >= 3)
     process.send_signal(signal.SIGINT)
     if presses == 2:  # the second Ctrl-C: a hard stop, no waiting for the downloads in flight
-        time.sleep(0.1)
+        # Only once the first was handled: two signals before the handler runs count as one.
+        wait_for(lambda: "Send again to force" in log_file.read_text(encoding="utf-8"))
         process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
-    log = (tmp_path / "log").read_text(encoding="utf-8")
+    log = log_file.read_text(encoding="utf-8")
     if presses == 1:  # a graceful stop: in-flight documents are finished, the summary printed
         assert process.returncode == 0
         assert "Crawl finished (shutdown)" in output
@@ -152,6 +167,7 @@ def test_ctrl_c_stops_and_the_next_run_resumes(web, tmp_path, presses):
         assert "forcing unclean shutdown" in log
     first = assert_whole(web, tmp_path / "repo", pages=120)
     assert 0 < len(first) < 120
+    tree_site(web, pages=120, delay=0.02)
     result = run_crawl(conf)
     assert result.status == 0, result.process.stdout
     assert "Resumed crawl finished (finished)" in result.process.stdout
