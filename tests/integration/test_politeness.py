@@ -120,8 +120,11 @@ def test_a_slow_host_does_not_hold_up_the_others(web, crawl):
     assert result.status == 0 and len(result.records) == 4 + 6 + 60
     fast = [r for r in web.requests if r.host != "slow.test"]
     slow = [r for r in web.requests if r.host == "slow.test"]
-    # The fast hosts are done long before the slow one, and never wait on it.
-    assert max(r.end for r in fast) < min(r.end for r in slow[-3:])
+    # The fast hosts never wait on the slow one (one of its answers takes 1.5 s, the fast ones'
+    # requests follow each other within milliseconds), and are done before it.
+    starts = sorted(r.time for r in fast)
+    assert max(b - a for a, b in itertools.pairwise(starts)) < 1.4
+    assert max(r.end for r in fast) < max(r.end for r in slow)
     assert max_in_flight(web.requests, "slow.test") == 1
 
 
@@ -131,7 +134,8 @@ def test_no_heartbeat_stalls_with_a_short_delay(web, crawl):
     starts = [r.time for r in web.requests]
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert len(result.records) == 7
-    assert min(gaps) >= 0.3 - 0.02 and max(gaps) < 1.0, gaps  # Scrapy's heartbeat would give 5 s
+    # Scrapy's heartbeat would give gaps of 5 s; 0.1 s covers the server's stamping jitter.
+    assert min(gaps) >= 0.3 - 0.1 and max(gaps) < 2.5, gaps
 
 
 def test_per_host_stats(web, crawl):

@@ -79,14 +79,28 @@ def start_crawl(conf: Path) -> subprocess.Popen[str]:
     )
 
 
+def whole_records(index: Path) -> list[str]:
+    """The URLs of the records a reader sees now (a last line still being written is left out)."""
+    text = index.read_text(encoding="utf-8") if index.exists() else ""
+    return [record.url for record in parse_index(text[: text.rfind("\n") + 1])]
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
 def test_resume_after_repeated_kill_9_loses_nothing_and_fetches_no_stored_page_twice(web, tmp_path):
     urls = tree_site(web)
     conf = write_conf(tmp_path, [urls[0]], threads=4, host_concurrency=4, log_level=1)
     repository = tmp_path / "repo"
     fetched_after: list[tuple[set[str], int]] = []  # (URLs indexed at a kill, server log position)
-    for wait in (1.6, 2.0, 2.3, 2.6):
+    for requests in (30, 60, 90, 120):  # killed once the server has seen that many more requests
+        seen = len(web.requests)
         process = start_crawl(conf)
-        time.sleep(wait)
+        wait_for(lambda: len(web.requests) >= seen + requests)  # noqa: B023 (called at once)
         process.send_signal(signal.SIGKILL)
         process.communicate()
         indexed = assert_whole(web, repository)  # only whole records and files after a kill
@@ -122,7 +136,9 @@ def test_a_reader_sees_each_record_within_seconds(web, tmp_path):
     served = {web.url(r.host, r.target): r.end for r in web.requests}
     assert len(seen) >= 5, seen
     lags = [seen[url] - served[url] for url in seen]
-    assert max(lags) < 2.0, lags  # the state commits every 0.5 s, then appends the records
+    # The state commits every 0.5 s, then appends the records (0.2-0.5 s seen); held back to
+    # the end of the crawl they would lag by over 10 s.
+    assert max(lags) < 5.0, lags
 
 
 def write_site(root: Path, pages: dict[str, str]) -> None:
@@ -130,19 +146,6 @@ def write_site(root: Path, pages: dict[str, str]) -> None:
         path = root / "a.test" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
-
-
-def whole_records(index: Path) -> list[str]:
-    """The URLs of the records a reader sees now (a last line still being written is left out)."""
-    text = index.read_text(encoding="utf-8") if index.exists() else ""
-    return [record.url for record in parse_index(text[: text.rfind("\n") + 1])]
-
-
-def wait_for(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 @pytest.mark.parametrize("presses", [1, 2], ids=["ctrl-c", "ctrl-c-twice"])

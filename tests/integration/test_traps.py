@@ -25,7 +25,7 @@ from ..traps import Fault, RawServer, Trap
 
 pytestmark = pytest.mark.e2e
 
-LIMITS = {"threads": 4, "time_limit": 30}
+LIMITS = {"threads": 4, "time_limit": 60}
 """Crawl settings of the traps: concurrency, and a time limit that only a failing guard reaches."""
 
 
