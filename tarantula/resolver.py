@@ -116,3 +116,22 @@ def add_mappings(pairs: Iterable[tuple[str, str]], only: bool) -> bool:
     resolver.mapping.update((host.lower(), address) for host, address in pairs)
     resolver.only = resolver.only or only
     return True
+
+
+def host_resolver_rules(mapping: Mapping[str, str], only: bool) -> str:
+    """The same mapping for Chromium's ``--host-resolver-rules``: a browser that renders pages
+    (SPEC 10) resolves names itself, not through the reactor.
+
+    >>> host_resolver_rules({"a.test": "127.0.0.1", "*.b.test": "::1"}, only=True)
+    'MAP a.test 127.0.0.1, MAP *.b.test [::1], MAP * ~NOTFOUND'
+    """
+    rules = []
+    # Chromium applies the first rule that matches: exact names, then longer suffixes, then "*".
+    for host, address in sorted(
+        mapping.items(), key=lambda item: (item[0].startswith("*"), -len(item[0]))
+    ):
+        bare = address.strip("[]")
+        rules.append(f"MAP {host} {f'[{bare}]' if ':' in bare else bare}")
+    if only and "*" not in mapping:
+        rules.append("MAP * ~NOTFOUND")
+    return ", ".join(rules)

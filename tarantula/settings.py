@@ -43,6 +43,8 @@ DOWNLOADER_MIDDLEWARES = {
     "tarantula.downloadermiddlewares.politeness.PolitenessMiddleware": 650,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "tarantula.downloadermiddlewares.redirect.RedirectMiddleware": 600,
+    # Sees the final, decompressed response (after redirects and HttpCompressionMiddleware).
+    "tarantula.downloadermiddlewares.render.RenderMiddleware": 580,
 }
 ITEM_PIPELINES = {
     "tarantula.pipelines.mirror.MirrorPipeline": 300,

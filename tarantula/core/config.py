@@ -21,10 +21,12 @@ Every problem found is reported at once, with file, line and column, as :class:`
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import ipaddress
 import math
 import os
 import re
+import shutil
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -92,6 +94,9 @@ class CrawlConfig:
     resolve: tuple[tuple[str, str], ...] = ()
     resolve_only: bool = False
     sort_query: bool = False
+    render_list: tuple[re.Pattern[str], ...] = ()
+    render_wait: float = 5.0
+    browser: str = "chromium"
 
     def __post_init__(self) -> None:
         # Relative paths in the file mean "next to the file", not "in the current directory".
@@ -257,6 +262,9 @@ _KEYS = {
         _Key("resolve", _C, _resolve_item, many=True),
         _Key("resolve-only", _C, _boolean),
         _Key("sort-query", _C, _boolean),
+        _Key("render-list", _C, _regex, many=True),
+        _Key("render-wait", _C, _number(0)),
+        _Key("browser", _C, _text),
         _Key("log-file", _L, _log_file),
         _Key("log-level", _L, _integer(0, 2)),
         _Key("period", _R, _number(0)),
@@ -503,6 +511,20 @@ class _Reader:
             self.values[field] = tuple(converted) if key.many else converted[0]
 
 
+def renderer_problem(browser: str) -> str | None:
+    """Why pages cannot be rendered (SPEC 10) with ``browser`` here, or None when they can: the
+    ``playwright`` extra must be installed, and the browser must be an executable file (a path, or
+    a name looked up on PATH)."""
+    if importlib.util.find_spec("scrapy_playwright") is None:
+        return "'render-list' needs the playwright extra: pip install 'tarantula[playwright]'"
+    if shutil.which(browser) is None:
+        return (
+            f"'render-list' needs a Chromium browser, and '{browser}' is not an executable file "
+            "(install Debian's chromium package, or set 'browser' to its path)"
+        )
+    return None
+
+
 def parse_config(text: str, path: str | Path, *, display_name: str | None = None) -> CrawlConfig:
     """Parse configuration ``text`` read from ``path``; raise ConfigError listing every problem.
 
@@ -513,6 +535,12 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
     for key in _KEYS.values():
         if key.required and key.name not in reader.first_seen:
             reader.error(0, f"missing required key '{key.name}' in <{key.section}>")
+    if reader.values.get("render_list"):
+        problem = renderer_problem(str(reader.values.get("browser", "chromium")))
+        if problem:
+            reader.error(
+                reader.first_seen.get("browser", reader.first_seen["render-list"]), problem
+            )
     if reader.errors:
         display = str(path) if display_name is None else display_name
         starts = [0, *(m.end() for m in re.finditer("\n", reader.text))]

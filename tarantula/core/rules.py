@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from tarantula.core.config import CrawlConfig
 from tarantula.core.filters import UrlFilters
-from tarantula.core.patterns import PatternTimeout
+from tarantula.core.patterns import PatternTimeout, UserPattern
 from tarantula.core.scope import Origin, build_scope, origin
 from tarantula.core.urls import UrlRejected, file_name, normalize_url
 
@@ -65,6 +65,7 @@ class UrlRules:
         self.sort_query = config.sort_query
         self.traversal = config.traversal_algorithm
         self.filters = UrlFilters(config.accept_list, config.reject_list)
+        self.render = tuple(UserPattern(p) for p in config.render_list)
         # The config loader has checked that every seed normalizes.
         seeds = [normalize_url(seed, sort_query=self.sort_query) for seed in config.starting_points]
         in_scope = build_scope(config.scope, seeds)
@@ -117,6 +118,14 @@ class UrlRules:
         """True when a normalized URL that passed the chain should be downloaded (SPEC 5)."""
         try:
             return self.filters.worth_fetching(url, file_name(origin(url).path))
+        except PatternTimeout as exc:
+            self._timed_out(exc)
+            return False
+
+    def renders(self, url: str) -> bool:
+        """True when the page at a normalized URL is to be rendered in a browser (SPEC 10)."""
+        try:
+            return any(p.search(url) for p in self.render)
         except PatternTimeout as exc:
             self._timed_out(exc)
             return False
@@ -192,6 +201,8 @@ def explain(rules: UrlRules, url: str, robots_allowed: bool | None = None) -> Ex
     listed = "yes" if robots_allowed else "yes, unless robots.txt disallows it"
     if not verdict.passed:  # a guard: listed as a link, never fetched
         return Explanation(url, normalized, "no", "no", listed, (why, *reasons))
+    if rules.renders(normalized):
+        reasons.append("rendered in a browser if it is an HTML page: a render-list pattern matches")
     if "." not in name.lstrip("."):
         accepted = {
             ext: rules.accepts(normalized, f"{name}.{ext}") for ext in ("html", "pdf", "txt")

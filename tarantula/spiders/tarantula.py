@@ -47,10 +47,11 @@ from tarantula.core.scope import origin
 from tarantula.core.state import CrawlState, Entry, Run, dfs_path
 from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url, url_md5
 from tarantula.downloader import cut_at_max_size
+from tarantula.downloadermiddlewares.render import render_settings
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.pipelines.index import INDEX_NAME
-from tarantula.resolver import add_mappings
+from tarantula.resolver import add_mappings, installed_resolver
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -119,6 +120,13 @@ class TarantulaSpider(Spider):
         crawler.settings.setdict(crawl_settings(config), priority="spider")
         quiet_loggers(crawler.settings.get("LOG_LEVEL"))
         add_mappings(config.resolve, config.resolve_only)
+        resolver = installed_resolver()
+        mapping, only = (
+            (resolver.mapping, resolver.only)
+            if resolver
+            else (dict(config.resolve), config.resolve_only)
+        )
+        crawler.settings.setdict(render_settings(config, mapping, only), priority="spider")
         if crawler.settings.getbool("TARANTULA_STATE_IN_MEMORY") or os.environ.get("SCRAPY_CHECK"):
             kwargs["state"] = CrawlState(None, config.traversal_algorithm)
         spider = super().from_crawler(crawler, *args, config=config, **kwargs)
@@ -201,6 +209,8 @@ class TarantulaSpider(Spider):
         meta: dict[str, Any] = {"tarantula_url": url, "tarantula_origin": original, "depth": depth}
         if self.state.dfs:
             meta["tarantula_path"] = path
+        if self.rules.render and self.rules.renders(url):
+            meta["tarantula_render"] = True
         return Request(url, callback=self.parse, errback=self.failed, meta=meta)
 
     def failed(self, failure: Failure) -> None:
@@ -268,6 +278,12 @@ class TarantulaSpider(Spider):
         if response.status == 304:
             async for output in self._unchanged(response, url):
                 yield output
+            return
+        if "rendered" in response.flags and len(response.body) > self.config.max_document_size:
+            # Scripts can grow a page past the limit its download kept to.
+            self.crawler.stats.inc_value("tarantula/filtered/max-document-size")
+            logger.debug("Not stored (max-document-size): %s", url)
+            self.state.finish(url, "max-document-size")
             return
         content_type = _header(response, "Content-Type")
         name = file_name(origin(url).path)

@@ -6,7 +6,7 @@ import pytest
 from twisted.internet import reactor
 from twisted.internet.error import DNSLookupError
 
-from tarantula.resolver import MappedResolver, parse_mapping
+from tarantula.resolver import MappedResolver, host_resolver_rules, parse_mapping
 
 
 def result_of(deferred):
@@ -43,3 +43,13 @@ def test_without_resolve_only_unmapped_names_go_to_dns(monkeypatch):
     )
     MappedResolver(reactor, 0, 1.0, {}, False).getHostByName("example.org")
     assert asked == ["example.org"]
+
+
+def test_chromium_gets_the_same_mapping_in_the_order_it_needs() -> None:
+    mapping = parse_mapping("*=127.0.0.9, *.test=127.0.0.2, a.b.test=::1, *.b.test=127.0.0.3")
+    # Chromium applies the first matching rule, so the most specific come first.
+    assert host_resolver_rules(mapping, only=True) == (
+        "MAP a.b.test [::1], MAP *.b.test 127.0.0.3, MAP *.test 127.0.0.2, MAP * 127.0.0.9"
+    )  # "*" is mapped, so nothing is left to fail
+    assert host_resolver_rules({}, only=False) == ""
+    assert host_resolver_rules({}, only=True) == "MAP * ~NOTFOUND"

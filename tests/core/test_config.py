@@ -123,6 +123,7 @@ def test_defaults() -> None:
     assert config.resolve == ()
     assert config.resolve_only is False
     assert config.sort_query is False
+    assert (config.render_list, config.render_wait, config.browser) == ((), 5.0, "chromium")
 
 
 def test_every_key_has_a_field_and_every_field_a_key() -> None:
@@ -153,6 +154,8 @@ def test_every_key_has_a_field_and_every_field_a_key() -> None:
         ("resolve-only = OFF;", "resolve_only", False),
         ('sort-query = "true";', "sort_query", True),
         ("sort-query = 0;", "sort_query", False),
+        ("render-wait = 0;", "render_wait", 0.0),
+        ("browser = /bin/sh;", "browser", "/bin/sh"),
         ("<logging> log-file = Screen;", "log_file", None),
         ("<logging> log-file = logs/crawl.log;", "log_file", Path("/srv/crawl/logs/crawl.log")),
         ("<logging> log-file = /var/log/t.log;", "log_file", Path("/var/log/t.log")),
@@ -560,6 +563,9 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "max-retry-after": _floats(0).map(lambda f: (repr(f), f)),
     "resolve-only": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sort-query": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "render-wait": _floats(0).map(lambda f: (repr(f), f)),
+    # Executables every machine has: the browser is checked when there is a render list.
+    "browser": st.sampled_from([("sh", "sh"), ('"/bin/sh"', "/bin/sh")]),
     "log-file": st.sampled_from(
         [
             ("screen", None),
@@ -579,6 +585,7 @@ LISTS: dict[str, st.SearchStrategy[list[str]]] = {
     "starting-points": st.lists(SEEDS, min_size=1, max_size=4),
     "accept-list": st.lists(st.sampled_from(REGEXES), max_size=4),
     "reject-list": st.lists(st.sampled_from(REGEXES), max_size=4),
+    "render-list": st.lists(st.sampled_from(REGEXES), max_size=2),
     "resolve": st.lists(
         st.tuples(
             st.from_regex(r"(\*\.)?[a-z]{1,8}\.test", fullmatch=True), st.sampled_from(ADDRESSES)
@@ -628,7 +635,7 @@ def test_valid_config_round_trips(generated: tuple[str, dict[str, object]]) -> N
     config = parse(text)
     for name, value in expected.items():
         actual = getattr(config, name.replace("-", "_"))
-        if name in ("accept-list", "reject-list"):
+        if name in ("accept-list", "reject-list", "render-list"):
             actual = tuple(pattern.pattern for pattern in actual)
         assert actual == value, (name, text)
     assert all(isinstance(p, re.Pattern) for p in config.accept_list + config.reject_list)
@@ -657,3 +664,27 @@ def test_crawler_conf_sets_every_key() -> None:
     text = (PROJECT / "conf" / "crawler.conf").read_text(encoding="utf-8")
     keys = {m.lower() for m in re.findall(r"^([A-Za-z-]+)\s*=", text, re.M)}
     assert keys == set(_KEYS)
+
+
+# ------------------------------------------------------------------ rendering (SPEC 10)
+
+
+def test_render_list_needs_a_browser() -> None:
+    text = 'starting-points = "http://a.test/";\nrender-list = { "/app/" };\n'
+    assert problems(text + "browser = /nonexistent/chromium;\n") == [
+        "c.conf:3:1: error: 'render-list' needs a Chromium browser, and '/nonexistent/chromium' is "
+        "not an executable file (install Debian's chromium package, or set 'browser' to its path)"
+    ]
+    assert parse(text + "browser = sh;\n").render_list[0].pattern == "/app/"
+    # No render list, nothing to check: the browser may be missing.
+    assert (
+        parse('starting-points = "http://a.test/";\nbrowser = /nonexistent;').browser
+        == "/nonexistent"
+    )
+
+
+def test_render_list_patterns_are_checked_like_the_others() -> None:
+    assert problems('starting-points = "http://a.test/";\nrender-list = { "(" };') == [
+        "c.conf:2:17: error: invalid regular expression '(' in 'render-list': "
+        "missing ), unterminated subpattern at position 0"
+    ]

@@ -49,6 +49,8 @@ def test_explain_names_the_rule_and_applies_robots(tmp_path):
             scope="domain-scope",
             accept_list=[r"\.html?$", r"\.pdf$"],
             reject_list=[r"\.tmp\."],
+            render_list=["/news/"],
+            browser="sh",  # explain starts no browser; any executable passes the config check
         )
         urls = [
             u("/private/secret.html"),
@@ -66,6 +68,8 @@ def test_explain_names_the_rule_and_applies_robots(tmp_path):
     out = blocks(result.stdout)
     assert "fetched     no" in out[urls[0]] and "robots.txt disallows it" in out[urls[0]]
     assert "fetched     yes" in out[urls[1]] and "stored      yes" in out[urls[1]]
+    assert "render-list pattern matches" in out[urls[1]]
+    assert "render-list" not in out[urls[7]]
     assert "rule scope" in out[urls[2]]
     assert "rule pathological-path" in out[urls[3]] and "fetched     no" in out[urls[3]]
     assert "listed      yes" in out[urls[3]]  # a guard stops the fetch, not the listing

@@ -1,0 +1,169 @@
+"""Pages that build their links with JavaScript, rendered in headless Chromium through
+scrapy-playwright (SPEC 10). Off unless the configuration has a ``render-list``.
+
+A page to render is first downloaded like any other (scope, robots.txt, politeness, redirects
+checked by the crawl's rules, ``max-document-size``, conditional requests in a recrawl). When its
+final response is an HTML 200, this middleware has the browser render it: scrapy-playwright's
+download handler opens a page, the page's own document is served to the browser from the response
+already downloaded (so it is fetched once, and the browser follows no redirect), its scripts run
+until the network has been idle for half a second (at most ``render-wait`` seconds after the
+``load`` event), and the response goes on to the spider with the rendered document as its body.
+
+Why a middleware and not only scrapy-playwright's handler: with the handler alone the browser
+downloads the page itself, and Playwright cannot intercept the redirects it follows, so a page
+could redirect the browser out of scope, and robots.txt and ``max-document-size`` would not apply.
+
+What the browser still fetches itself: the scripts, style sheets and XHR the page asks for (the
+links depend on them); never images, media or fonts, and never another page (a script that
+navigates away is stopped). It resolves host names with the crawl's own mapping (``resolve``,
+``resolve-only``) through ``--host-resolver-rules``: under ``resolve-only`` an unmapped name
+fails at once, with no DNS query. Chromium's Local Network Access rules stay on (a rendered public
+page cannot reach loopback or private addresses) unless ``resolve`` maps a name to such an
+address: then the crawl is of local servers on purpose, and their pages may load their scripts.
+
+If rendering fails (the browser cannot start or crashed, a timeout, a script that navigates away),
+the page is kept as served, and the failure is logged and counted. Stats:
+``tarantula/pages/rendered``, ``tarantula/render/failed``, and scrapy-playwright's ``playwright/*``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import shutil
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from scrapy.http import HtmlResponse
+
+from tarantula.resolver import host_resolver_rules
+
+if TYPE_CHECKING:
+    from playwright.async_api import Page, Route
+    from playwright.async_api import Request as BrowserRequest
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+    from tarantula.core.config import CrawlConfig
+
+logger = logging.getLogger(__name__)
+
+HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+#: What a page needs for its links; images, media and fonts only cost time.
+SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
+
+
+def render_settings(config: CrawlConfig, mapping: Mapping[str, str], only: bool) -> dict[str, Any]:
+    """The Scrapy settings of a crawl that renders pages (an empty dict when it renders none).
+
+    scrapy-playwright's handler takes http and https, and passes every request that is not marked
+    ``meta["playwright"]`` (all but the renderings) to Scrapy's own HTTP handler.
+    """
+    if not config.render_list:
+        return {}
+    args = ["--disable-gpu", "--disable-dev-shm-usage"]
+    rules = host_resolver_rules(mapping, only)
+    if rules:
+        args.append(f"--host-resolver-rules={rules}")
+    if any(ipaddress.ip_address(address.strip("[]")).is_private for address in mapping.values()):
+        # A document served from the downloaded response has no address, so Chromium counts it
+        # as public and, by its Local Network Access rules, refuses it anything on loopback or a
+        # private network. Names the configuration maps there are local on purpose.
+        args.append("--disable-features=LocalNetworkAccessChecks")
+    return {
+        "DOWNLOAD_HANDLERS": {"http": HANDLER, "https": HANDLER},
+        "PLAYWRIGHT_BROWSER_TYPE": "chromium",
+        "PLAYWRIGHT_LAUNCH_OPTIONS": {
+            "executable_path": shutil.which(config.browser),
+            "headless": True,
+            "args": args,
+        },
+        # `threads` bounds the downloads, renderings included, so one context holds them all.
+        "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": config.threads,
+        "PLAYWRIGHT_ABORT_REQUEST": refused_by_browser,
+        "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": (config.render_wait + 30) * 1000,
+    }
+
+
+def refused_by_browser(request: BrowserRequest) -> bool:
+    """``PLAYWRIGHT_ABORT_REQUEST``: images, media, fonts, and navigations to other pages (the
+    page's own document never gets here: :func:`serve_downloaded` answers it first)."""
+    main_frame = request.is_navigation_request() and request.frame.parent_frame is None
+    return main_frame or request.resource_type in SKIPPED_RESOURCES
+
+
+async def serve_downloaded(page: Page, request: Request) -> None:
+    """``playwright_page_init_callback``: answer the browser's request for the page with the
+    response already downloaded. Routes added later take precedence in Playwright, so this one
+    comes before scrapy-playwright's own."""
+    status, headers, body = request.meta["tarantula_downloaded"]
+    url = request.url
+
+    async def fulfill(route: Route) -> None:
+        await route.fulfill(status=status, headers=headers, body=body)
+
+    await page.route(lambda requested: requested.split("#")[0] == url, fulfill, times=1)
+
+
+async def settle(page: Page, limit: float) -> None:
+    """Wait until the page's network has been idle for half a second, or ``limit`` seconds have
+    passed: a page that polls forever is taken as it is then, not dropped."""
+    if limit > 0:
+        with contextlib.suppress(Exception):  # Playwright's TimeoutError: the page never settled
+            await page.wait_for_load_state("networkidle", timeout=limit * 1000)
+
+
+class RenderMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
+        return cls(crawler)
+
+    async def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Response:
+        if (
+            not request.meta.get("tarantula_render")
+            or response.status != 200
+            or not isinstance(response, HtmlResponse)
+        ):
+            return response
+        from scrapy_playwright.page import PageMethod
+
+        config: CrawlConfig = self.crawler.spider.config  # type: ignore[union-attr]
+        headers = {
+            key.decode("latin-1"): b", ".join(values).decode("latin-1")
+            for key, values in response.headers.items()
+            if key.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")
+        }
+        rendering = request.replace(
+            url=response.url,
+            meta={
+                "playwright": True,
+                "playwright_page_init_callback": serve_downloaded,
+                "playwright_page_goto_kwargs": {"wait_until": "load"},
+                "playwright_page_methods": [PageMethod(settle, config.render_wait)],
+                "tarantula_downloaded": (response.status, headers, response.body),
+            },
+        )
+        stats = self.crawler.stats
+        assert self.crawler.engine is not None and stats is not None
+        try:
+            handlers = self.crawler.engine.downloader.handlers
+            rendered = await handlers.download_request_async(rendering)
+            if rendered.url.split("#")[0] != rendering.url:  # Chromium's error page, say
+                raise RuntimeError(f"a script took the browser to {rendered.url}")
+        except Exception as exc:  # a browser fault must not cost the page: keep it as served
+            stats.inc_value("tarantula/render/failed")
+            logger.warning("Could not render %s (%s: %s); its links are taken as served",
+                           response.url, type(exc).__name__, exc)  # fmt: skip
+            return response
+        stats.inc_value("tarantula/pages/rendered")
+        encoding = getattr(rendered, "encoding", "utf-8")
+        return response.replace(
+            body=rendered.body, encoding=encoding, flags=[*response.flags, "rendered"]
+        )
