@@ -15,7 +15,7 @@ could redirect the browser out of scope, and robots.txt and ``max-document-size`
 
 What the browser still fetches itself: the scripts, style sheets and XHR the page asks for (the
 links depend on them); never images, media or fonts, and never another page (a script that
-navigates away is stopped). It resolves host names with the crawl's own mapping (``resolve``,
+navigates away is stopped, frames stay empty). It resolves host names with the crawl's own mapping (``resolve``,
 ``resolve-only``) through ``--host-resolver-rules``: under ``resolve-only`` an unmapped name
 fails at once, with no DNS query. Chromium's Local Network Access rules stay on (a rendered public
 page cannot reach loopback or private addresses) unless ``resolve`` maps a name to such an
@@ -88,10 +88,10 @@ def render_settings(config: CrawlConfig, mapping: Mapping[str, str], only: bool)
 
 
 def refused_by_browser(request: BrowserRequest) -> bool:
-    """``PLAYWRIGHT_ABORT_REQUEST``: images, media, fonts, and navigations to other pages (the
-    page's own document never gets here: :func:`serve_downloaded` answers it first)."""
-    main_frame = request.is_navigation_request() and request.frame.parent_frame is None
-    return main_frame or request.resource_type in SKIPPED_RESOURCES
+    """``PLAYWRIGHT_ABORT_REQUEST``: images, media, fonts, and every other document: the page
+    navigating away, or the pages of its frames, whose links a rendering does not take (the page's
+    own document never gets here: :func:`serve_downloaded` answers it first)."""
+    return request.is_navigation_request() or request.resource_type in SKIPPED_RESOURCES
 
 
 async def serve_downloaded(page: Page, request: Request) -> None:
@@ -156,7 +156,7 @@ class RenderMiddleware:
             handlers = self.crawler.engine.downloader.handlers
             rendered = await handlers.download_request_async(rendering)
             if rendered.url.split("#")[0] != rendering.url:  # Chromium's error page, say
-                raise RuntimeError(f"a script took the browser to {rendered.url}")
+                raise RuntimeError(f"the browser left the page for {rendered.url}")
         except Exception as exc:  # a browser fault must not cost the page: keep it as served
             stats.inc_value("tarantula/render/failed")
             logger.warning("Could not render %s (%s: %s); its links are taken as served",

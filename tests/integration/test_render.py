@@ -20,6 +20,7 @@ pytestmark = pytest.mark.skipif(
 APP = """<!DOCTYPE html><html><head><title>Loading</title>
 <script src="http://lib.test:{port}/lib.js"></script></head>
 <body><img src="/picture.png" alt="a picture"><div id="links"></div>
+<iframe src="http://frame.test:{port}/framed"></iframe>
 <script>setTimeout(function () {{
   document.title = "Rendered app";
   document.getElementById("links").innerHTML = '<a href="/a.html">A page</a>';
@@ -53,7 +54,7 @@ def test_rendered_pages_yield_the_links_their_scripts_build(web, crawl):
         [home, web.url("a.test", "/a.html"), web.url("a.test", "/b.html")]
     )
     # Fetched once each; the page's script came from lib.test through the crawl's name mapping,
-    # and the browser fetched no image.
+    # and the browser fetched no image and no frame.
     assert sorted((r.host, r.target) for r in web.requests) == [
         ("a.test", "/"),
         ("a.test", "/a.html"),
@@ -92,17 +93,18 @@ def test_scripts_cannot_take_the_browser_to_another_page(web, crawl):
         "a.test",
         "/",
         f"""<title>Moving</title><a href="/a.html">A</a>
+<iframe src="{web.url("off.test", "/framed")}"></iframe>
 <script>location.href = "{web.url("off.test", "/")}";</script>""",
     )
     web.page("a.test", "/a.html", "<title>A</title>")
     web.page("off.test", "/", "<title>Off</title>")
     result = crawl([web.url("a.test", "/")], render_list=[".*"], scope="free-spanning")
     assert result.status == 0, result.log
-    assert web.targets("off.test") == []
+    assert web.targets("off.test") == []  # neither the frame nor the page it was sent to
     # The page is kept as served, with the link it was served with.
     assert sorted(result.urls) == [web.url("a.test", "/"), web.url("a.test", "/a.html")]
     assert result.record(web.url("a.test", "/")).title == "Moving"
-    assert "a script took the browser to" in result.log
+    assert "the browser left the page" in result.log
 
 
 def test_a_page_that_never_settles_is_taken_after_render_wait(web, crawl):
