@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
@@ -11,12 +12,24 @@ from scrapy.commands import ScrapyCommand
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
 
 
+logger = logging.getLogger(__name__)
+
+
+def tell(command: ScrapyCommand, message: str, level: int = logging.INFO) -> None:
+    """Say ``message`` on the terminal (stderr for warnings and errors), and in the log file too
+    when there is one: a scrapyd job's output is its log file."""
+    print(message, file=sys.stderr if level >= logging.WARNING else sys.stdout)
+    if command.settings is not None and command.settings.get("LOG_FILE"):
+        for line in message.splitlines():
+            logger.log(level, "%s", line)
+
+
 def load_or_report(command: ScrapyCommand, path: str | Path) -> CrawlConfig | None:
-    """The configuration at ``path``; on a bad file, its ``FILE:LINE:COL: error:`` lines go to
-    stderr, the command's exit status becomes 2 and None is returned."""
+    """The configuration at ``path``; on a bad file, its ``FILE:LINE:COL: error:`` lines are told
+    (:func:`tell`), the command's exit status becomes 2 and None is returned."""
     try:
         return load_config(path)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
+        tell(command, str(exc), logging.ERROR)
         command.exitcode = 2
         return None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.commands import load_or_report
+from tarantula.commands import load_or_report, tell
 from tarantula.core.config import CrawlConfig
 from tarantula.core.state import CrawlState
 from tarantula.extensions.summary import CrawlSummary
@@ -69,7 +69,7 @@ class Command(ScrapyCrawlCommand):
             return
         waiting = recrawl_wait(config)
         if waiting:
-            print(waiting)
+            tell(self, waiting)
             return
         crawler = self._create_crawler(TarantulaSpider.name)
         self.crawler_process.crawl(crawler, **opts.spargs, config=config)
