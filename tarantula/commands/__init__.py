@@ -11,7 +11,6 @@ from scrapy.commands import ScrapyCommand
 
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
 
-
 logger = logging.getLogger(__name__)
 
 
