@@ -149,3 +149,18 @@ document.body.appendChild(document.createTextNode("x".repeat(20000)));</script>"
     assert result.status == 0, result.log
     assert result.urls == []  # not stored, so not parsed either
     assert "'tarantula/filtered/max-document-size': 1" in result.log
+
+
+def test_a_rendered_page_keeps_the_encoding_it_declared(web, crawl):
+    html = """<html><head><meta charset="windows-1253"><title>Καλημέρα</title></head>
+<body><a href="/a.html">Σελίδα</a><script>document.title += " κόσμε";</script></body></html>"""
+    web.add("a.test", "/", Resource(html.encode("cp1253"), headers={"Content-Type": "text/html"}))
+    web.page("a.test", "/a.html", "<title>A</title>")
+    home = web.url("a.test", "/")
+    result = crawl([home], render_list=["/$"])
+    assert result.status == 0, result.log
+    record = result.record(home)
+    assert (record.title, record.encoding) == ("Καλημέρα κόσμε", "windows-1253")
+    assert record.links == ((web.url("a.test", "/a.html"), "Σελίδα"),)
+    stored = (result.repository / f"a.test:{web.port}" / "index.html").read_bytes()
+    assert "Καλημέρα κόσμε".encode("cp1253") in stored
