@@ -28,12 +28,14 @@ the page is kept as served, and the failure is logged and counted. Stats:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import logging
 import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy.http import HtmlResponse
 
@@ -99,7 +101,16 @@ async def serve_downloaded(page: Page, request: Request) -> None:
     response already downloaded. Routes added later take precedence in Playwright, so this one
     comes before scrapy-playwright's own."""
     status, headers, body = request.meta["tarantula_downloaded"]
+    request.meta["tarantula_page"] = page  # closed by the middleware if the rendering hangs
     url = request.url
+    context = page.context
+    if not getattr(context, "tarantula_guarded", False):
+        # Pages the crawl did not open (pop-ups from window.open) have no route of their own, so
+        # they meet this one: they load nothing, and are closed at once.
+        await context.route("**", lambda route: route.abort())
+        context.tarantula_guarded = True  # type: ignore[attr-defined]
+    page.on("popup", lambda popup: asyncio.ensure_future(popup.close()))
+    await context.clear_cookies()  # a crawler keeps no session state (COOKIES_ENABLED = False)
 
     async def fulfill(route: Route) -> None:
         await route.fulfill(status=status, headers=headers, body=body)
@@ -138,7 +149,8 @@ class RenderMiddleware:
         headers = {
             key.decode("latin-1"): b", ".join(values).decode("latin-1")
             for key, values in response.headers.items()
-            if key.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")
+            if key.lower()
+            not in (b"content-encoding", b"content-length", b"transfer-encoding", b"set-cookie")
         }
         rendering = request.replace(
             url=response.url,
@@ -152,10 +164,22 @@ class RenderMiddleware:
         )
         stats = self.crawler.stats
         assert self.crawler.engine is not None and stats is not None
+        handlers = self.crawler.engine.downloader.handlers
+        # A script that loops forever freezes the page, and scrapy-playwright's last read of it
+        # has no time limit of its own.
+        limit = config.render_wait * 2 + 40
         try:
-            handlers = self.crawler.engine.downloader.handlers
-            rendered = await handlers.download_request_async(rendering)
-            if rendered.url.split("#")[0] != rendering.url:  # Chromium's error page, say
+            try:
+                rendered = await asyncio.wait_for(handlers.download_request_async(rendering), limit)
+            except TimeoutError:
+                page = rendering.meta.get("tarantula_page")
+                if page is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(page.close(), 10)
+                raise TimeoutError(f"no rendering within {limit:g} s") from None
+            # Navigations away are aborted (Chromium's error page); history.pushState keeps the
+            # origin, and is what single-page applications do.
+            if urlsplit(rendered.url)[:2] != urlsplit(rendering.url)[:2]:
                 raise RuntimeError(f"the browser left the page for {rendered.url}")
         except Exception as exc:  # a browser fault must not cost the page: keep it as served
             stats.inc_value("tarantula/render/failed")
@@ -163,7 +187,9 @@ class RenderMiddleware:
                            response.url, type(exc).__name__, exc)  # fmt: skip
             return response
         stats.inc_value("tarantula/pages/rendered")
-        encoding = getattr(rendered, "encoding", "utf-8")
-        return response.replace(
-            body=rendered.body, encoding=encoding, flags=[*response.flags, "rendered"]
-        )
+        # In the page's own encoding, which its copy still declares; characters scripts added
+        # that it cannot hold become character references.
+        text = rendered.text if isinstance(rendered, HtmlResponse) else rendered.body.decode()
+        encoding = response.encoding
+        body = text.encode(encoding, errors="xmlcharrefreplace")
+        return response.replace(body=body, encoding=encoding, flags=[*response.flags, "rendered"])

@@ -153,7 +153,8 @@ document.body.appendChild(document.createTextNode("x".repeat(20000)));</script>"
 
 def test_a_rendered_page_keeps_the_encoding_it_declared(web, crawl):
     html = """<html><head><meta charset="windows-1253"><title>Καλημέρα</title></head>
-<body><a href="/a.html">Σελίδα</a><script>document.title += " κόσμε";</script></body></html>"""
+<body><a href="/a.html">Σελίδα</a><script>document.title += " κόσμε";
+document.body.appendChild(document.createTextNode("\\u263a"));</script></body></html>"""
     web.add("a.test", "/", Resource(html.encode("cp1253"), headers={"Content-Type": "text/html"}))
     web.page("a.test", "/a.html", "<title>A</title>")
     home = web.url("a.test", "/")
@@ -164,3 +165,61 @@ def test_a_rendered_page_keeps_the_encoding_it_declared(web, crawl):
     assert record.links == ((web.url("a.test", "/a.html"), "Σελίδα"),)
     stored = (result.repository / f"a.test:{web.port}" / "index.html").read_bytes()
     assert "Καλημέρα κόσμε".encode("cp1253") in stored
+    assert b"&#9786;" in stored  # a character the page's encoding cannot hold
+
+
+def test_single_page_apps_that_change_their_address_are_rendered(web, crawl):
+    web.page(
+        "a.test",
+        "/",
+        """<title>App</title><div id="links"></div><script>
+history.pushState(null, "", "/home");
+document.getElementById("links").innerHTML = '<a href="/a.html">A</a>';</script>""",
+    )
+    web.page("a.test", "/a.html", "<title>A</title>")
+    result = crawl([web.url("a.test", "/")], render_list=["/$"])
+    assert result.status == 0, result.log
+    assert result.record(web.url("a.test", "/")).links == ((web.url("a.test", "/a.html"), "A"),)
+
+
+def test_pop_ups_load_nothing(web, crawl):
+    web.page(
+        "a.test",
+        "/",
+        f"""<title>Pop</title><a href="/a.html">A</a>
+<script>window.open("{web.url("off.test", "/popped")}");</script>""",
+    )
+    web.page("a.test", "/a.html", "<title>A</title>")
+    result = crawl([web.url("a.test", "/")], render_list=["/$"])
+    assert result.status == 0, result.log
+    assert web.targets("off.test") == []
+    assert sorted(result.urls) == [web.url("a.test", "/"), web.url("a.test", "/a.html")]
+
+
+def test_renderings_share_no_cookies(web, crawl):
+    web.add("a.test", "/", Resource(
+        b'<title>One</title><a href="/two.html">two</a>',
+        headers={"Content-Type": "text/html", "Set-Cookie": "sid=abc; Path=/"},
+    ))  # fmt: skip
+    web.page(
+        "a.test",
+        "/two.html",
+        "<title>Two</title><script>document.title = 'c=' + document.cookie</script>",
+    )
+    result = crawl([web.url("a.test", "/")], render_list=[".*"])
+    assert result.status == 0, result.log
+    assert result.record(web.url("a.test", "/two.html")).title == "c="
+
+
+def test_a_script_that_never_stops_costs_no_page_and_no_hang(web, crawl):
+    web.page(
+        "a.test",
+        "/",
+        """<title>Frozen</title><a href="/a.html">A</a>
+<script>setTimeout(function () { for (;;) {} }, 50);</script>""",
+    )
+    web.page("a.test", "/a.html", "<title>A</title>")
+    result = crawl([web.url("a.test", "/")], render_list=["/$"], render_wait=0.5)
+    assert result.status == 0, result.log
+    assert sorted(result.urls) == [web.url("a.test", "/"), web.url("a.test", "/a.html")]
+    assert "no rendering within 41 s" in result.log
