@@ -224,10 +224,7 @@ class TarantulaSpider(Spider):
             if response.status in (404, 410) and url is not None:
                 self._remove(url, f"HTTP {response.status}")
         elif cut_at_max_size(failure.value):
-            self.crawler.stats.inc_value("tarantula/filtered/max-document-size")
-            logger.debug("Not stored (max-document-size): %s", url)
-            if url is not None:
-                self.state.finish(url, "max-document-size")
+            self._too_large(url)
             return
         elif failure.check(IgnoreRequest):
             if url is not None:
@@ -239,6 +236,14 @@ class TarantulaSpider(Spider):
         self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
         if url is not None:
             self.state.finish(url, kind)
+
+    def _too_large(self, url: str | None) -> None:
+        """A document over ``max-document-size``: filtered (counted, logged at level 2), never a
+        host failure; its URL is done."""
+        self.crawler.stats.inc_value("tarantula/filtered/max-document-size")
+        logger.debug("Not stored (max-document-size): %s", url)
+        if url is not None:
+            self.state.finish(url, "max-document-size")
 
     def _remove(self, url: str, why: str) -> None:
         """A stored document is gone from the web, or is now a copy of another: remove its copy
@@ -280,10 +285,7 @@ class TarantulaSpider(Spider):
                 yield output
             return
         if "rendered" in response.flags and len(response.body) > self.config.max_document_size:
-            # Scripts can grow a page past the limit its download kept to.
-            self.crawler.stats.inc_value("tarantula/filtered/max-document-size")
-            logger.debug("Not stored (max-document-size): %s", url)
-            self.state.finish(url, "max-document-size")
+            self._too_large(url)  # scripts can grow a page past the limit its download kept to
             return
         content_type = _header(response, "Content-Type")
         name = file_name(origin(url).path)
