@@ -22,7 +22,7 @@ from tarantula.core.index import parse_index
 from tarantula.demo.server import SiteServer
 
 from ..conftest import PROJECT, run_crawl, write_conf
-from .test_recovery import tree_site
+from .test_recovery import tree_site, wait_for
 
 
 class Scrapyd:
@@ -74,10 +74,7 @@ class Scrapyd:
                      if any(j["id"] == job for j in jobs[state])), None)  # fmt: skip
 
     def wait(self, job: str, state: str = "finished", timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while self.state(job) != state:
-            assert time.monotonic() < deadline, f"job {job} never {state}"
-            time.sleep(0.2)
+        wait_for(lambda: self.state(job) == state, timeout)
 
     def log(self, job: str) -> str:
         return (self.folder / "logs" / "tarantula" / "tarantula" / f"{job}.log").read_text(
@@ -134,10 +131,7 @@ def test_a_cancelled_job_resumes_when_scheduled_again(scrapyd, tmp_path):
         conf = write_conf(tmp_path, [urls[0]], threads=2, host_concurrency=2)
         index = tmp_path / "repo" / "index.txt"
         first = scrapyd.schedule(conf)
-        deadline = time.monotonic() + 60
-        while not index.exists() or index.read_text(encoding="utf-8").count("\n") < 10:
-            assert time.monotonic() < deadline, "the first job stored nothing"
-            time.sleep(0.1)
+        wait_for(lambda: index.exists() and index.read_text(encoding="utf-8").count("\n") >= 10, 60)
         scrapyd.post("cancel.json", project="tarantula", job=first)  # a graceful stop
         scrapyd.wait(first)
         stored = {r.url for r in parse_index(index.read_text(encoding="utf-8"))}
