@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 def fetch_robots(config: CrawlConfig, url: str) -> Protego:
     """The robots.txt rules of ``url``'s host, read as the crawl reads them (RFC 9309)."""
-    host, port, _ = origin(url)
+    host, port, _, _ = origin(url)
     scheme = url.partition("://")[0]
     address = lookup(dict(config.resolve), host)
     if address is None and config.resolve_only:

@@ -9,6 +9,12 @@ already lower-case, default ports are gone and the path starts with ``/``.
 >>> in_scope = build_scope("path-scope", ["http://h.org/docs/index.html"])
 >>> in_scope(origin("http://h.org/docs/a/b.html")), in_scope(origin("http://h.org/other.html"))
 (True, False)
+
+http and https on their default ports are one site; another port is another site:
+
+>>> in_scope = build_scope("host-scope", ["http://www.csd.uoc.gr/"])
+>>> [in_scope(origin(u)) for u in ("https://www.csd.uoc.gr/x", "https://www.csd.uoc.gr:8443/", "http://www.csd.uoc.gr:443/")]
+[True, False, False]
 """
 
 from __future__ import annotations
@@ -22,20 +28,25 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class Origin(NamedTuple):
-    """The parts of a normalized URL that scope rules compare."""
+    """The parts of a normalized URL that scope rules compare.
+
+    ``site`` is the host, with ``:port`` only when the port is not the scheme's default: http and
+    https on their default ports are one site (SPEC 4), as for wget and a browser's user.
+    """
 
     host: str
     port: int
     path: str
+    site: str
 
 
 def origin(url: str) -> Origin:
     """Split a normalized URL into host, effective port and path (query excluded).
 
     >>> origin("https://[::1]:8443/a?b")
-    Origin(host='[::1]', port=8443, path='/a')
+    Origin(host='[::1]', port=8443, path='/a', site='[::1]:8443')
     >>> origin("http://example.com/")
-    Origin(host='example.com', port=80, path='/')
+    Origin(host='example.com', port=80, path='/', site='example.com')
     """
     scheme, _, rest = url.partition("://")
     netloc, slash, path = rest.partition("/")
@@ -44,7 +55,9 @@ def origin(url: str) -> Origin:
     colon = netloc.rfind(":")
     if colon > netloc.rfind("]"):
         host, port = netloc[:colon], int(netloc[colon + 1 :])
-    return Origin(host, port, path or "/")
+    # A normalized URL names its port only when it is not the scheme's default.
+    site = netloc if port != _DEFAULT_PORTS.get(scheme) else host
+    return Origin(host, port, path or "/", site)
 
 
 def seed_domains(hosts: Iterable[str]) -> frozenset[str]:
@@ -93,15 +106,15 @@ def build_scope(kind: str, seeds: Iterable[str]) -> ScopeTest:
         domains = seed_domains(o.host for o in origins)
         return lambda o: host_in_domains(o.host, domains)
     if kind == "host-scope":
-        hosts = frozenset((o.host, o.port) for o in origins)
-        return lambda o: (o.host, o.port) in hosts
+        sites = frozenset(o.site for o in origins)
+        return lambda o: o.site in sites
     if kind == "path-scope":
-        dirs: dict[tuple[str, int], list[str]] = {}
+        dirs: dict[str, list[str]] = {}
         for o in origins:
-            dirs.setdefault((o.host, o.port), []).append(seed_directory(o.path))
+            dirs.setdefault(o.site, []).append(seed_directory(o.path))
 
         def in_path_scope(o: Origin) -> bool:
-            return any(o.path.startswith(d) for d in dirs.get((o.host, o.port), ()))
+            return any(o.path.startswith(d) for d in dirs.get(o.site, ()))
 
         return in_path_scope
     raise ValueError(f"unknown scope {kind!r}")

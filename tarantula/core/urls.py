@@ -19,12 +19,13 @@ tarantula.core.urls.UnsupportedScheme: unsupported scheme 'mailto' in 'mailto:so
 
 from __future__ import annotations
 
-import encodings.idna
 import hashlib
 import ipaddress
 import re
 from functools import lru_cache
 from urllib.parse import unquote_to_bytes, urljoin
+
+import idna
 
 
 class UrlRejected(ValueError):
@@ -75,12 +76,32 @@ def join_url(base: str, href: str) -> str:
     'http://ex.com/c/d.html#x'
     >>> join_url("http://ex.com/a/", "//other.org/")
     'http://other.org/'
+
+    In an http(s) URL a backslash before the query is a slash, as browsers read it:
+
+    >>> join_url("http://ex.com/a/b.html", r"guide\\intro.html?q=\\x"), join_url("http://ex.com/", r"\\\\o.org\\p")
+    ('http://ex.com/a/guide/intro.html?q=\\\\x', 'http://o.org/p')
     """
     href = href.strip(_C0_SPACE).translate(_TAB_NEWLINE)
+    if "\\" in href and _special(base, href):
+        end = _QUERY_OR_FRAGMENT.search(href)
+        cut = end.start() if end else len(href)
+        href = href[:cut].replace("\\", "/") + href[cut:]
     try:
         return urljoin(base, href)
     except ValueError as exc:
         raise InvalidUrl(f"cannot resolve {href!r} against {base!r}: {exc}") from exc
+
+
+_QUERY_OR_FRAGMENT = re.compile("[?#]")
+
+
+def _special(base: str, href: str) -> bool:
+    """Whether ``href`` resolves to an http(s) URL, whose backslashes browsers read as slashes."""
+    scheme = _SCHEME.match(href)
+    if scheme is not None:
+        return scheme[1].lower() in _DEFAULT_PORTS
+    return base[:5].lower() in ("http:", "https")
 
 
 class LinkResolver:
@@ -245,7 +266,9 @@ def _reg_name(host: str, url: str) -> str:
             label = label.lower()
         else:
             try:
-                label = encodings.idna.ToASCII(label).decode("ascii")
+                # UTS #46 without transitional mapping, as browsers do: 'faß' stays 'faß'
+                # (xn--fa-hia), a Greek final sigma stays final (IDNA 2003 rewrote both).
+                label = idna.encode(label, uts46=True, transitional=False).decode("ascii")
             except UnicodeError:
                 raise InvalidUrl(f"bad international host name in {url!r}") from None
         if not _LABEL.fullmatch(label):

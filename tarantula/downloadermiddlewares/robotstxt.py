@@ -7,6 +7,11 @@ Scrapy's middleware treats every failure as "allow all". Here:
 - 4xx (and a redirect chain that ends without a file): no restrictions;
 - 5xx after retries, or no answer at all: the whole host is disallowed for this crawl (logged once).
 
+Rules are kept per scheme, host and port (RFC 9309 2.3): ``http://h/`` and ``https://h/`` are one
+site for the scope (SPEC 4), but each has its own robots.txt, fetched and obeyed for its own URLs.
+Only failures to download count as "no answer"; an error in reading an answer is a defect and is
+raised.
+
 :meth:`allowed` lets the spider ask about links before it lists them in the index.
 
 Stats: ``tarantula/robots/unavailable`` per host disallowed that way.
@@ -19,6 +24,15 @@ from typing import TYPE_CHECKING
 
 from scrapy import Request
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
@@ -33,6 +47,29 @@ logger = logging.getLogger(__name__)
 
 _DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 ROBOTS_MAX_BYTES = 500 * 1024
+
+#: What a download of robots.txt may fail with: Scrapy's download errors, a request refused on its
+#: way (a dropped host), and the operating system's network errors. Anything else is a defect.
+DOWNLOAD_FAILURES = (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+    OSError,
+)
+
+
+def site_key(url: str) -> str:
+    """The key of a URL's robots.txt: scheme, host and port.
+
+    >>> site_key("https://h.org:8443/a/b?c"), site_key("http://h.org/")
+    ('https://h.org:8443', 'http://h.org')
+    """
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.partition('/')[0].partition('?')[0]}"
 
 
 def robots_rules(status: int | None, body: bytes) -> bytes:
@@ -52,16 +89,17 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     async def robot_parser(self, request: Request) -> RobotParser | None:
         # Scrapy's version logs an unreachable robots.txt as an ERROR with a traceback; here that is
         # a fact about the host, handled (and logged once) by _robots_error.
-        netloc = urlparse_cached(request).netloc
-        if netloc not in self._parsers:
-            self._parsers[netloc] = Deferred()
+        parts = urlparse_cached(request)
+        key = f"{parts.scheme}://{parts.netloc}"  # Scrapy's own key, the netloc, mixes schemes
+        if key not in self._parsers:
+            self._parsers[key] = Deferred()
             # At least the 500 KiB that are read, whatever max-document-size (DOWNLOAD_MAXSIZE)
             # says; a larger limit for documents applies to robots.txt too. Scrapy cancels a
             # download over the limit rather than cutting it short, so a robots.txt larger than
             # both fails like an unreachable one (the host is disallowed: the safe side).
             maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
             robots_request = Request(
-                f"{urlparse_cached(request).scheme}://{netloc}/robots.txt",
+                f"{key}/robots.txt",
                 priority=self.DOWNLOAD_PRIORITY,
                 callback=NO_CALLBACK,
                 meta={
@@ -70,32 +108,41 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
                 },
             )
             try:
-                response = await self.crawler.engine.download_async(robots_request)
-                await self._parse_robots(response, netloc, request)
-            except Exception as exc:  # any failure to fetch means "unreachable" (RFC 9309 2.3.1.4)
-                self._robots_error(exc, netloc)
-            self._stats.inc_value("robotstxt/request_count")
-        parser = self._parsers[netloc]
+                try:
+                    response = await self.crawler.engine.download_async(robots_request)
+                except DOWNLOAD_FAILURES as exc:  # no answer: "unreachable" (RFC 9309 2.3.1.4)
+                    self._robots_error(exc, key)
+                else:
+                    await self._parse_robots(response, key, request)
+            except Exception:
+                # A defect, raised and counted as an error; the requests waiting for this host's
+                # rules must not hang on it, so they are answered on the safe side first.
+                if isinstance(self._parsers[key], Deferred):
+                    self._disallow_host(key, "could not be read")
+                raise
+            finally:
+                self._stats.inc_value("robotstxt/request_count")
+        parser = self._parsers[key]
         if isinstance(parser, Deferred):
             return await maybe_deferred_to_future(parser)
         return parser
 
-    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+    async def _parse_robots(self, response: Response, key: str, request: Request) -> None:
         if response.status >= 500:
-            self._disallow_host(netloc, f"answered {response.status}")
+            self._disallow_host(key, f"answered {response.status}")
             return
         body = robots_rules(response.status, response.body)
-        await super()._parse_robots(response.replace(body=body), netloc, request)
+        await super()._parse_robots(response.replace(body=body), key, request)
 
-    def _robots_error(self, exc: Exception, netloc: str) -> None:
-        self._disallow_host(netloc, f"could not be fetched ({exc.__class__.__name__}: {exc})")
+    def _robots_error(self, exc: Exception, key: str) -> None:
+        self._disallow_host(key, f"could not be fetched ({exc.__class__.__name__}: {exc})")
 
-    def _disallow_host(self, netloc: str, why: str) -> None:
-        logger.warning("robots.txt of %s %s: the host is disallowed for this crawl", netloc, why)
+    def _disallow_host(self, key: str, why: str) -> None:
+        logger.warning("robots.txt of %s %s: the host is disallowed for this crawl", key, why)
         self._stats.inc_value("tarantula/robots/unavailable")
         rp: RobotParser = build_from_crawler(self._parserimpl, self.crawler, _DISALLOW_ALL)
-        pending = self._parsers[netloc]
-        self._parsers[netloc] = rp
+        pending = self._parsers[key]
+        self._parsers[key] = rp
         if isinstance(pending, Deferred):
             pending.callback(rp)
 
@@ -105,7 +152,7 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
     def known(self, url: str) -> bool | None:
         """Whether robots.txt lets the crawler fetch ``url``, when the host's rules are known
         already; None when they must be fetched first (see :meth:`allowed`)."""
-        rp = self._parsers.get(url.partition("://")[2].partition("/")[0])
+        rp = self._parsers.get(site_key(url))
         if rp is None or isinstance(rp, Deferred):
             return None
         return rp.allowed(url, self._useragent())

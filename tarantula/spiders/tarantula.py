@@ -21,6 +21,7 @@ Stats: ``tarantula/filtered/<rule>`` per link dropped, ``tarantula/failures/<kin
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -42,13 +43,13 @@ from tarantula.core.document import doc_type, encoding_label, is_text, parse_htm
 from tarantula.core.filters import extension
 from tarantula.core.mirror import sweep_temporary
 from tarantula.core.politeness import Politeness
-from tarantula.core.rules import UrlRules
+from tarantula.core.rules import UrlRules, Verdict
 from tarantula.core.scope import origin
 from tarantula.core.state import CrawlState, Entry, Run, dfs_path
 from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url, url_md5
 from tarantula.downloader import cut_at_max_size
 from tarantula.downloadermiddlewares.render import render_settings
-from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware, site_key
 from tarantula.items import Document
 from tarantula.pipelines.index import INDEX_NAME
 from tarantula.resolver import add_mappings, installed_resolver
@@ -381,7 +382,9 @@ class TarantulaSpider(Spider):
                     with contextlib.suppress(UrlRejected):
                         logger.debug("Link dropped (too-many-outlinks): %s", resolve(href))
             hrefs = hrefs[:limit]
-        queued: set[str] = set()
+        # First the rules, then robots.txt: the rules of every host this page links to for the
+        # first time are fetched together, so silent hosts cost one timeout, not one each.
+        checked: list[tuple[int, str, str, str, Verdict]] = []
         for number, (href, anchor) in enumerate(hrefs):
             try:
                 absolute = resolve(href)
@@ -390,11 +393,17 @@ class TarantulaSpider(Spider):
                 logger.debug("Link dropped (invalid): %r", href)
                 continue
             verdict = self.rules.check(absolute, href)
-            link = verdict.url
-            if link is None or not verdict.listed:
+            if verdict.url is None or not verdict.listed:
                 stats.inc_value(f"tarantula/filtered/{verdict.rule}")
                 logger.debug("Link dropped (%s): %s", verdict.rule, absolute)
                 continue
+            checked.append((number, verdict.url, absolute, anchor, verdict))
+        if robots is not None:
+            unknown = {site_key(c[1]): c[1] for c in checked if robots.known(c[1]) is None}
+            if unknown:
+                await asyncio.gather(*(robots.allowed(url) for url in unknown.values()))
+        queued: set[str] = set()
+        for number, link, absolute, anchor, verdict in checked:
             allowed = robots.known(link) if robots is not None else True
             if allowed is None and robots is not None:
                 allowed = await robots.allowed(link)

@@ -38,7 +38,11 @@ def test_domain_scope(url, expected):
         ("http://h.org/anything", True),
         ("http://h.org:80/x", True),  # same effective port (normalization would drop it anyway)
         ("http://h.org:8080/", False),
-        ("https://h.org/", False),  # port 443 is another origin
+        ("https://h.org/", True),  # http and https on their default ports are one site (SPEC 4)
+        ("https://h.org:80/", False),  # https on port 80 names a port that is not its default
+        ("http://h.org:443/", False),
+        ("https://a.test:8642/p", True),  # the same named port under either scheme
+        ("https://a.test/p", False),
         ("http://www.h.org/", False),
         ("http://a.test:8642/p", True),
     ],
@@ -59,6 +63,8 @@ def test_host_scope(url, expected):
         ("http://www.sample.com/path/index.html", "http://other.com/path/x", False),
         ("http://www.sample.com/path", "http://www.sample.com/elsewhere", True),  # directory is "/"
         ("http://www.sample.com/a/?q=1", "http://www.sample.com/a/b", True),
+        ("http://www.sample.com/path/index.html", "https://www.sample.com/path/x", True),
+        ("http://www.sample.com/path/index.html", "https://www.sample.com:8443/path/x", False),
     ],
 )
 def test_path_scope(seed, url, expected):
@@ -72,4 +78,5 @@ def test_free_spanning_and_unknown():
 
 
 def test_origin_ipv6_and_query():
-    assert origin("http://[::1]/a/b?c/d") == ("[::1]", 80, "/a/b")
+    assert origin("http://[::1]/a/b?c/d") == ("[::1]", 80, "/a/b", "[::1]")
+    assert origin("https://[::1]:8443/") == ("[::1]", 8443, "/", "[::1]:8443")

@@ -31,6 +31,12 @@ NORMALIZED = [
     ("http://%41%62.com/", "http://ab.com/"),
     ("http://ex。com/", "http://ex.com/"),  # an ideographic full stop separates labels
     ("http://xn--bcher-kva.de/", "http://xn--bcher-kva.de/"),
+    # UTS #46 non-transitional, as browsers: ß and a Greek final sigma are kept, not rewritten
+    ("http://faß.de/", "http://xn--fa-hia.de/"),
+    ("http://FAß.DE/", "http://xn--fa-hia.de/"),
+    ("http://ελληνικός.gr/", "http://xn--qxaegecap6byf.gr/"),
+    ("http://ΣΊΣΥΦΟΣ.gr/", "http://xn--kxa6akbbkh.gr/"),  # upper-case Σ maps to σ, not ς
+    ("http://Ⅷ.com/", "http://viii.com/"),  # compatibility mapping
     # trailing dot removed
     ("http://ex.com./", "http://ex.com/"),
     ("http://ex.com.:8080/", "http://ex.com:8080/"),
@@ -237,6 +243,13 @@ BASE = "http://a/b/c/d;p?q"
         ("\x00\x01 /g \x1f", "http://a/g"),
         ("mailto:x@y", "mailto:x@y"),
         ("HTTPS://Other.org/x", "HTTPS://Other.org/x"),
+        # backslashes before the query are slashes in http(s) URLs, as browsers read them
+        ("g\\h.html", "http://a/b/c/g/h.html"),
+        ("\\g", "http://a/g"),
+        ("\\\\o.org\\p", "http://o.org/p"),
+        ("..\\g?x\\y#z\\w", "http://a/b/g?x\\y#z\\w"),
+        ("http:\\\\o.org\\p", "http://o.org/p"),
+        ("mailto:a\\b", "mailto:a\\b"),
     ],
 )
 def test_join_url(href, expected):

@@ -164,7 +164,7 @@ def test_unmapped_name_fails_at_once_without_dns(web, tmp_path):
     web.page("a.test", "/", '<a href="http://unmapped.example/">away</a>')
     result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], scope="free-spanning"))
     assert result.status == 0
-    assert "robots.txt of unmapped.example could not be fetched" in result.log
+    assert "robots.txt of http://unmapped.example could not be fetched" in result.log
     assert "DNS lookup failed" in result.log
     assert (
         result.record(web.url("a.test", "/")).links == ()

@@ -51,7 +51,7 @@ def test_robots_5xx_disallows_the_host(web, crawl):
     assert result.status == 0
     assert result.records == []
     assert set(web.targets("a.test")) == {"/robots.txt"}  # retried, then the host is given up
-    assert "robots.txt of a.test" in result.log and "disallowed for this crawl" in result.log
+    assert "robots.txt of http://a.test" in result.log and "disallowed for this crawl" in result.log
 
 
 def test_unreachable_robots_disallows_the_host_and_is_not_an_error(web, crawl, tmp_path):

@@ -225,7 +225,7 @@ def test_host_that_refuses_connections_is_disallowed(web, crawl, tmp_path):
         trap = traps.refused_host(web, closed.getsockname()[1], pages=5)
         result = crawl([trap.seed], scope="free-spanning", **LIMITS)
     assert_ended(result)
-    assert f"robots.txt of {trap.host}" in result.log and "disallowed" in result.log
+    assert f"robots.txt of http://{trap.host}" in result.log and "disallowed" in result.log
     assert filtered(result, "robots") == len(trap.never)  # its links, once robots.txt failed
     assert_stored(result, trap)
     assert [link for link, _ in result.record(trap.seed).links] == trap.stored[1:]
@@ -304,7 +304,7 @@ def test_500_everywhere_robots_included_disallows_the_host(web, crawl, tmp_path)
     assert_ended(result)
     assert pages(web, trap.host) == []
     assert 1 <= web.targets(trap.host).count("/robots.txt") <= 3
-    assert f"robots.txt of {trap.host}" in result.log and "disallowed" in result.log
+    assert f"robots.txt of http://{trap.host}" in result.log and "disallowed" in result.log
     assert_stored(result, trap)
     assert_contained(tmp_path)
 
@@ -530,9 +530,31 @@ def test_robots_txt_that_never_answers_disallows_the_host(web, crawl, tmp_path, 
     assert_ended(result)
     assert pages(trap.server, trap.host) == []
     assert 1 <= trap.server.targets(trap.host).count("/robots.txt") <= 3
-    assert f"robots.txt of {trap.host}" in result.log and "disallowed" in result.log
+    assert f"robots.txt of http://{trap.host}" in result.log and "disallowed" in result.log
     assert_stored(result, trap)
     assert_contained(tmp_path)
+
+
+def test_silent_hosts_are_asked_for_robots_txt_together(web, crawl, tmp_path, serve):
+    """A page linking to several hosts whose robots.txt never answers waits for them together:
+    each is asked once before any is asked again (one after another, the first would be retried
+    to the end before the second was asked at all)."""
+    hosts = ["mute1.test", "mute2.test", "mute3.test"]
+
+    def respond(h: str, target: str) -> traps.Answer:
+        return traps.Fault.SILENT if target == "/robots.txt" else traps.NOT_FOUND
+
+    raw = serve(respond)
+    good = traps.ok_pages(web, "start.test", 2)
+    seed = traps.start_page(web, [raw.url(h, "/a.html") for h in hosts] + good)
+    result = crawl([seed], "-s", "DOWNLOAD_TIMEOUT=2", scope="free-spanning", **LIMITS)
+    assert_ended(result)
+    with raw._lock:
+        asked = [(r.host, r.target) for r in raw.requests]
+    assert {t for _, t in asked} == {"/robots.txt"}  # no page of a silent host
+    first = [h for h, _ in asked[: len(hosts)]]
+    assert sorted(first) == hosts, asked
+    assert set(result.urls) == {seed, *good}
 
 
 # -- safety ------------------------------------------------------------------------------------------
