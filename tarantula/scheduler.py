@@ -53,6 +53,7 @@ class FrontierScheduler(BaseScheduler):
         self.politeness.on_release = self.state.release
         self.stats = crawler.stats
         self.commit_interval = commit_interval
+        self.limit = max(spider.config.max_page_number, 0)
         self._committer: Any = None
         self._wake: Any = None
         # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from a
@@ -125,6 +126,8 @@ class FrontierScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         now = time.monotonic()
         entry = self.state.pop(now, self.politeness)
+        while entry is not None and self._over_limit(entry.url):
+            entry = self.state.pop(now, self.politeness)
         if self.state.dropped_urls:
             self._inc("tarantula/filtered/host-dropped", self.state.dropped_urls)
             self.state.dropped_urls = 0
@@ -136,6 +139,18 @@ class FrontierScheduler(BaseScheduler):
         request = self._foreign.pop(entry.url, None) or self.spider.request_for(entry)
         request.meta["tarantula_host"] = entry.host
         return request
+
+    def _over_limit(self, url: str) -> bool:
+        """In a recrawl at ``max-page-number``, a URL that is not a stored document is not fetched
+        (the first crawl stops at the limit instead; a recrawl still refetches what it stored)."""
+        state = self.state
+        if not (self.limit and state.generation > 1) or state.document(url) is not None:
+            return False
+        if state.document_count() < self.limit:
+            return False
+        state.finish(url, "over-limit")
+        self._inc("tarantula/documents/over-limit")
+        return True
 
     def _wake_at(self, due: float | None) -> None:
         """Ask the engine for requests again when the next host is due.

@@ -1,10 +1,10 @@
 """Where a document's copy lives in the mirror (SPEC 7.1), and how it is written there.
 
-:func:`mirror_relpath` maps a normalized URL and the extension of the document's type to a
+:func:`mirror_relpath` maps a normalized URL and the short name of the document's type to a
 relative path ``<host>[:<port>]/<path>``:
 
->>> def show(url, type_ext=None):
-...     return mirror_relpath(url, type_ext).as_posix()
+>>> def show(url, doc_type=None):
+...     return mirror_relpath(url, doc_type).as_posix()
 >>> show("http://www.ics.forth.gr/", "html")
 'www.ics.forth.gr/index.html'
 >>> show("http://ex.com:8080/a/about", "html"), show("http://ex.com/a/report.pdf", "pdf")
@@ -13,6 +13,21 @@ relative path ``<host>[:<port>]/<path>``:
 ('ex.com/page.php?id=1', 'ex.com/page?id=1.html')
 >>> show("http://ex.com/find?dir=a/b"), show("http://ex.com/a%2Fb")
 ('ex.com/find?dir=a%2Fb', 'ex.com/a%2Fb')
+
+The type's extension is added (after the query, as ``wget --adjust-extension`` does) when the last
+segment has no extension, or one that is not really an extension: all digits (a version number),
+or, for an HTML page, anything but :data:`HTML_EXTENSIONS`. So a page and a folder of the same
+name never collide, even for version-numbered names:
+
+>>> show("http://ex.com/release/3.11", "html"), show("http://ex.com/release/3.11/whatsnew.html", "html")
+('ex.com/release/3.11.html', 'ex.com/release/3.11/whatsnew.html')
+>>> show("http://ex.com/docs/version-2.x", "html"), show("http://ex.com/v1.2.3?get", "pdf")
+('ex.com/docs/version-2.x.html', 'ex.com/v1.2.3?get.pdf')
+
+Any type name is accepted; one that is not a plain extension gives :data:`UNKNOWN_TYPE_EXTENSION`:
+
+>>> show("http://ex.com/sheet", "vnd.ms-excel"), show("http://ex.com/sheet.xls", "vnd.ms-excel")
+('ex.com/sheet.bin', 'ex.com/sheet.xls')
 
 Names stay in the percent-encoded form of the normalized URL, so a ``%2F`` never makes a folder.
 Input that a normalized URL cannot contain (empty, ``.`` or ``..`` segments, control characters)
@@ -31,8 +46,16 @@ Names longer than 200 bytes keep a prefix and their extension around ``~`` and a
 Collisions inherent in the layout, left to the storage layer (which stores the second owner of a
 path under :func:`disambiguate`): ``/about`` served as HTML and ``/about.html`` both give
 ``about.html``; ``/dir/`` and ``/dir/index.html`` both give ``dir/index.html``; http and https
-share the host folder. A file may also stand where another URL needs a folder (``/a.html`` and
-``/a.html/b``), which :func:`write_atomic` refuses.
+share the host folder.
+
+A file may still stand where another URL needs a folder when the file's name has a real extension
+(a PDF at ``/a.pdf`` and a page at ``/a.pdf/b.html``; ``/index.php`` and ``/index.php/Page``).
+:func:`write_atomic` refuses such a write; :func:`clash_free` gives the storage layer a name that
+avoids it. Unlike the cases above, where that residual case ends up depends on which URL is stored
+first: the folder moves if the file came first, the file if the folder did.
+
+Temporary files (:func:`write_atomic`) have names that no document's name can take, so
+:func:`sweep_temporary` never deletes a document.
 """
 
 from __future__ import annotations
@@ -48,8 +71,23 @@ from pathlib import Path, PurePosixPath
 
 MAX_NAME_BYTES = 200
 
-#: The extension given to an extensionless name whose document type is unknown.
+#: The extension given to an extensionless name whose document type is unknown, or whose type
+#: name is not a plain extension (``vnd.ms-excel``).
 UNKNOWN_TYPE_EXTENSION = "bin"
+
+#: The short type name of HTML documents (see :data:`tarantula.core.document.CONTENT_TYPES`).
+HTML_TYPE = "html"
+
+#: Extensions HTML pages are commonly served under. An HTML page whose last segment has another
+#: extension (``/docs/version-2.x``, ``/data.json``) gets ``.html`` added, as with
+#: ``wget --adjust-extension``.
+HTML_EXTENSIONS = frozenset(
+    {
+        *("html", "htm", "shtml", "xhtml", "xht"),
+        *("php", "php3", "php4", "php5", "phtml"),
+        *("asp", "aspx", "jsp", "jspx", "cfm", "cgi", "pl", "do", "action"),
+    }
+)
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://([^/?#]*)([^?#]*)(?:\?([^#]*))?", re.S)
 # A name as normalize_url writes it: unreserved and reserved characters, upper-case escapes.
@@ -63,30 +101,55 @@ class UnsafePath(ValueError):
     """A document that cannot be stored safely inside the repository."""
 
 
-def mirror_relpath(normalized_url: str, type_ext: str | None) -> PurePosixPath:
+def mirror_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     """Relative mirror path of a document, SPEC 7.1.
 
-    ``type_ext`` is the extension of the document's type without the dot (``html``), or None
-    (or "") when the type has none.
-    It is added to a last segment that has no extension. Raises :class:`UnsafePath` if the URL
-    cannot be split or ``type_ext`` is not a plain extension.
+    ``doc_type`` is the short name of the document's type (``html``, ``pdf``, any text), or None
+    (or "") when it has none. Its extension (the type name itself, or
+    :data:`UNKNOWN_TYPE_EXTENSION` when that is not a plain extension) is added to a last segment
+    that has no extension, one of digits only, or, for HTML, one not in :data:`HTML_EXTENSIONS`.
+    Raises :class:`UnsafePath` only if the URL cannot be split, whatever ``doc_type`` is.
     """
     match = _URL.match(normalized_url)
     if match is None or not match[1]:
         raise UnsafePath(f"not an absolute URL: {normalized_url!r}")
-    if type_ext and not _TYPE_EXT.fullmatch(type_ext):
-        raise UnsafePath(f"bad type extension {type_ext!r} for {normalized_url!r}")
     authority, path, query = match.groups()
     *folders, last = (path or "/").split("/")[1:]
     name = _safe(last) if last else "index.html"
     ext = posixpath.splitext(name)[1]
     if query:
         name += "?" + _query_part(query)
-    if not ext and type_ext:
+    type_ext = _type_extension(doc_type)
+    if type_ext and not _is_real_extension(ext, doc_type):
         ext = "." + type_ext
         name += ext  # after the query, as wget --adjust-extension does
     parts = [_shorten(_safe(authority)), *(_shorten(_safe(f)) for f in folders)]
     return PurePosixPath(*parts, _shorten(name, ext))
+
+
+def _type_extension(doc_type: str | None) -> str:
+    """The extension a type gives a name: its short name if that is a plain extension.
+
+    >>> _type_extension("pdf"), _type_extension("vnd.ms-excel"), _type_extension(None)
+    ('pdf', 'bin', '')
+    """
+    if not doc_type:
+        return ""
+    return doc_type if _TYPE_EXT.fullmatch(doc_type) else UNKNOWN_TYPE_EXTENSION
+
+
+def _is_real_extension(ext: str, doc_type: str | None) -> bool:
+    """Whether ``ext`` (with its dot) is kept as the extension of a document of ``doc_type``.
+
+    >>> _is_real_extension(".pdf", "pdf"), _is_real_extension(".11", "pdf")
+    (True, False)
+    >>> _is_real_extension(".php", "html"), _is_real_extension(".x", "html"), _is_real_extension(".", None)
+    (True, False, False)
+    """
+    bare = ext[1:]
+    if not bare or (bare.isascii() and bare.isdigit()):
+        return False
+    return doc_type != HTML_TYPE or bare.lower() in HTML_EXTENSIONS
 
 
 #: Device names that Windows (and so SMB shares and many copy tools) will not create as files.
@@ -157,6 +220,56 @@ def disambiguate(relpath: PurePosixPath, url: str) -> PurePosixPath:
     return relpath.with_name(_shorten(f"{stem}~{digest}{ext}", ext))
 
 
+#: How many alternative names :func:`clash_free` tries for one segment before giving up.
+_CLASH_ATTEMPTS = 8
+
+
+def clash_free(repository: Path, relpath: PurePosixPath, url: str) -> PurePosixPath:
+    """``relpath``, or a name for the document of ``url`` that avoids a file/folder clash.
+
+    A folder of ``relpath`` that is a file in ``repository`` (``/a.pdf`` stored, then
+    ``/a.pdf/b.html``) becomes ``<name>~<hash>`` with the hash of that folder's own path, so every
+    document below it goes to the same other folder: ``a.pdf~<hash>/b.html``. A last segment that
+    is a folder (``/a.pdf/b.html`` stored, then ``/a.pdf``) gets :func:`disambiguate`'s name for
+    ``url``: ``a~<hash>.pdf``. Which one moves depends on which came first. Alternatives are tried
+    until one is free, so the result never clashes with what the repository holds now. Reads the
+    repository, writes nothing; :func:`store_path` still fences the result.
+
+    Raises :class:`UnsafePath` if ``relpath`` is not a relative path without ``..``, or if no free
+    name turns up.
+    """
+    if relpath.is_absolute() or not relpath.parts or ".." in relpath.parts:
+        raise UnsafePath(f"not a path inside the repository: {relpath}")
+    parts = list(relpath.parts)
+    for index in range(len(parts)):
+        is_last = index == len(parts) - 1
+        for _ in range(_CLASH_ATTEMPTS):
+            here = Path(repository, *parts[: index + 1])
+            # a folder where the file goes; a file (or a dangling symlink) where a folder goes
+            clashes = here.is_dir() if is_last else (os.path.lexists(here) and not here.is_dir())
+            if not clashes:
+                break
+            moved = PurePosixPath(*parts[: index + 1])
+            parts[index] = disambiguate(moved, url).name if is_last else _folder_alternative(moved)
+        else:
+            raise UnsafePath(f"no name without a file/folder clash for {relpath}")
+        if not os.path.lexists(here):
+            break  # nothing exists below a missing folder
+    return PurePosixPath(*parts)
+
+
+def _folder_alternative(folder: PurePosixPath) -> str:
+    """Another name for the last folder of ``folder``, from the hash of the folder's path.
+
+    >>> _folder_alternative(PurePosixPath("ex.com/a.pdf"))
+    'a.pdf~05058cb0bad79c4a'
+    """
+    # The hash is of the folder's path, not of a document's URL: every document below the
+    # folder must land in the one same alternative folder.
+    digest = hashlib.md5(folder.as_posix().encode("utf-8"), usedforsecurity=False).hexdigest()
+    return _shorten(f"{folder.name}~{digest[:16]}", "")
+
+
 def store_path(repository: Path, relpath: PurePosixPath) -> Path:
     """Absolute target path of ``relpath`` in ``repository``.
 
@@ -185,16 +298,27 @@ def _resolved(repository: str) -> Path:
     return Path(repository).resolve()
 
 
-_TEMPORARY = re.compile(r"^\..*\.[0-9a-f]{16}\.tmp$")
+# A temporary's name starts with ".%%", which no name the mirror gives a document can:
+# - a mirror name starts with a safe name (_SAFE_NAME), an escaped one ("%%", then _escape_all's
+#   output) or "index.html"; so one that starts with "." starts with a safe name;
+# - a safe name never holds "%%": in _SAFE_NAME a "%" is always followed by two hex digits;
+# - what follows the safe name is "?" and the query, "." and an extension (_TYPE_EXT characters),
+#   or, from _shorten, disambiguate and _folder_alternative, "~" and hex digits after a prefix of
+#   the name (a prefix of a name without "%%" at its start has none either).
+# So ".%%" would have to be the start of a safe name, which it cannot be. Tested with Hypothesis.
+# Temporaries of the previous form (".<name>.<16 hex>.tmp") are not swept: a document can have
+# such a name (/.a.0123456789abcdef.tmp); any an older version left behind just stay, harmless.
+_TEMPORARY_PREFIX = ".%%"
+_TEMPORARY = re.compile(re.escape(_TEMPORARY_PREFIX) + r".*\.[0-9a-f]{16}\.tmp", re.S)
 
 
 def sweep_temporary(repository: Path) -> int:
     """Delete the temporary files that writes cut short by a crash left in the mirror; returns how
-    many. Only names that :func:`write_atomic` makes are touched."""
+    many. Only names that :func:`write_atomic` makes are touched, never a document's."""
     removed = 0
     for folder, _, names in os.walk(repository):
         for name in names:
-            if _TEMPORARY.match(name):
+            if _TEMPORARY.fullmatch(name):
                 os.unlink(os.path.join(folder, name))
                 removed += 1
     return removed
@@ -221,7 +345,7 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError) as exc:  # lost a race with another writer
         raise UnsafePath(str(exc)) from exc
-    temporary = folder / f".{path.name[:64]}.{secrets.token_hex(8)}.tmp"
+    temporary = folder / f"{_TEMPORARY_PREFIX}{path.name[:64]}.{secrets.token_hex(8)}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "wb") as stream:

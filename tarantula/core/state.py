@@ -547,6 +547,12 @@ class CrawlState:
             self._claims[md5] = url
         return None
 
+    def release_content(self, md5: str, url: str) -> None:
+        """``url`` will not be stored after all: its claim on the content ends, so a later copy is
+        not recorded as a duplicate of a document that was never stored."""
+        if self._claims.get(md5) == url:
+            del self._claims[md5]
+
     def add_duplicate(self, url: str, original: str) -> None:
         """Record ``url`` as a duplicate of the stored ``original`` (listed in duplicates.tsv)."""
         self.db.execute(

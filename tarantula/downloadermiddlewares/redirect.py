@@ -8,6 +8,9 @@ well-formed http(s) URL, is too long or pathological, leaves the scope, is on th
 is not worth fetching is not followed, and is counted and logged (level 2) under its rule like any
 link. robots.txt is applied to followed targets by the robots middleware.
 
+In a recrawl, a stored document whose URL now redirects is removed, copy and record (SPEC 8);
+its target, when followed, is a new link like any other.
+
 Stats: ``tarantula/filtered/<rule>``.
 """
 
@@ -44,6 +47,7 @@ class RedirectMiddleware(ScrapyRedirectMiddleware):
             and not request.meta.get("dont_obey_robotstxt")  # robots.txt may redirect anywhere
         ):
             target = location.decode("latin-1")
+            self._forget_stored(request, target)
             try:
                 absolute = join_url(request.url, target)
             except UrlRejected:
@@ -54,6 +58,13 @@ class RedirectMiddleware(ScrapyRedirectMiddleware):
             if verdict.url is not None and not rules.worth_fetching(verdict.url):
                 self._refuse("not-accepted", absolute)
         return super().process_response(request, response)
+
+    def _forget_stored(self, request: Request, target: str) -> None:
+        spider = self.crawler.spider
+        state = getattr(spider, "state", None)
+        url = request.meta.get("tarantula_url")
+        if url is not None and state is not None and state.generation > 1:
+            spider.remove_document(url, f"now redirects to {target}")  # type: ignore[union-attr]
 
     def _refuse(self, rule: str, target: str) -> None:
         self.crawler.stats.inc_value(f"tarantula/filtered/{rule}")

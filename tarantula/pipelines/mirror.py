@@ -30,6 +30,7 @@ from scrapy.utils.defer import _schedule_coro
 from tarantula.core.mirror import (
     UNKNOWN_TYPE_EXTENSION,
     UnsafePath,
+    clash_free,
     disambiguate,
     mirror_relpath,
     store_path,
@@ -77,13 +78,16 @@ class MirrorPipeline:
             return item
         if existing is None and self.limit and self.stored >= self.limit:
             self.stats.inc_value("tarantula/documents/over-limit")
+            self.state.release_content(md5, item.url)
             self.state.finish(item.url, "over-limit")
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
-        relpath = PurePosixPath(existing.path) if existing is not None else self._free_path(item)
         try:
+            relpath = PurePosixPath(existing.path) if existing else self._free_path(item)
             write_atomic(store_path(self.repository, relpath), item.body, sync=False)
         except (UnsafePath, OSError) as exc:
+            # SPEC 6: a document that cannot be stored costs itself only.
             self.stats.inc_value("tarantula/documents/unsafe-path")
+            self.state.release_content(md5, item.url)
             self.state.finish(item.url, "unsafe-path")
             logger.warning("Not stored %s: %s", item.url, exc)
             raise DropItem(f"cannot store safely: {exc}") from exc
@@ -104,5 +108,7 @@ class MirrorPipeline:
         # A document of unknown type still gets an extension, so its file never takes the name of
         # a folder that a longer URL needs (SPEC 7.1).
         relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
+        # A file where a folder is needed, or the other way round (`/a.pdf` and `/a.pdf/b.html`).
+        relpath = clash_free(self.repository, relpath, item.url)
         owner = self.state.path_owner(relpath.as_posix())
         return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, Spider
+from scrapy import Request, Spider, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
@@ -41,6 +41,7 @@ from tarantula.configure import crawl_settings
 from tarantula.core.config import CrawlConfig, load_config
 from tarantula.core.document import doc_type, encoding_label, is_text, parse_html, pdf_title
 from tarantula.core.filters import extension
+from tarantula.core.index import parse_index
 from tarantula.core.mirror import sweep_temporary
 from tarantula.core.politeness import Politeness
 from tarantula.core.rules import UrlRules, Verdict
@@ -132,6 +133,8 @@ class TarantulaSpider(Spider):
             kwargs["state"] = CrawlState(None, config.traversal_algorithm)
         spider = super().from_crawler(crawler, *args, config=config, **kwargs)
         assert isinstance(spider, cls)
+        crawler.signals.connect(spider.defect, signal=signals.spider_error)
+        crawler.signals.connect(spider.defect, signal=signals.item_error)
         return spider
 
     @staticmethod
@@ -198,8 +201,10 @@ class TarantulaSpider(Spider):
         if entry.extra:
             request.meta.update(json.loads(entry.extra))
         if self.state.generation > 1 and (doc := self.state.document(entry.url)) is not None:
-            if doc.last_modified:
-                request.headers["If-Modified-Since"] = doc.last_modified
+            # SPEC 8: without a Last-Modified, the stored answer's Date is the copy's age.
+            since = doc.last_modified or next(parse_index(doc.record)).server_date
+            if since:
+                request.headers["If-Modified-Since"] = since
             if doc.etag:
                 request.headers["If-None-Match"] = doc.etag
             request.meta["handle_httpstatus_list"] = [304]
@@ -223,7 +228,7 @@ class TarantulaSpider(Spider):
             kind = f"http-{response.status}"
             logger.info("HTTP %s for %s", response.status, response.url)
             if response.status in (404, 410) and url is not None:
-                self._remove(url, f"HTTP {response.status}")
+                self.remove_document(url, f"HTTP {response.status}")
         elif cut_at_max_size(failure.value):
             self._too_large(url)
             return
@@ -238,6 +243,14 @@ class TarantulaSpider(Spider):
         if url is not None:
             self.state.finish(url, kind)
 
+    def defect(self, failure: Failure, response: Response, **kwargs: Any) -> None:
+        """An exception in Tarantula's own code while handling a response: Scrapy logs it as an
+        error (the crawl exits 1); its URL is done, with the reason, rather than left leased."""
+        url = response.meta.get("tarantula_url") if response.request is not None else None
+        if url is not None:
+            self.state.finish(url, "error")
+        self.crawler.stats.inc_value("tarantula/failures/error")
+
     def _too_large(self, url: str | None) -> None:
         """A document over ``max-document-size``: filtered (counted, logged at level 2), never a
         host failure; its URL is done."""
@@ -246,7 +259,7 @@ class TarantulaSpider(Spider):
         if url is not None:
             self.state.finish(url, "max-document-size")
 
-    def _remove(self, url: str, why: str) -> None:
+    def remove_document(self, url: str, why: str) -> None:
         """A stored document is gone from the web, or is now a copy of another: remove its copy
         and its record."""
         doc = self.state.remove(url)
@@ -300,7 +313,7 @@ class TarantulaSpider(Spider):
         if md5 is not None and (original := self.state.claim_content(md5, url, accepted)):
             # SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed;
             # in a recrawl, a stored document that has become one is removed.
-            self._remove(url, f"now a copy of {original}")
+            self.remove_document(url, f"now a copy of {original}")
             self.state.add_duplicate(url, original)
             self.crawler.stats.inc_value("tarantula/documents/duplicate")
             logger.info("Duplicate of %s: %s", original, url)

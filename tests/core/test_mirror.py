@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -13,9 +14,11 @@ from tarantula.core import mirror
 from tarantula.core.mirror import (
     UNKNOWN_TYPE_EXTENSION,
     UnsafePath,
+    clash_free,
     disambiguate,
     mirror_relpath,
     store_path,
+    sweep_temporary,
     write_atomic,
 )
 from tarantula.core.urls import UrlRejected, normalize_url
@@ -37,13 +40,38 @@ from tarantula.core.urls import UrlRejected, normalize_url
         # a last segment without extension gets the type's; one with an extension keeps it
         ("http://ex.com/about", "html", "ex.com/about.html"),
         ("http://ex.com/about", None, "ex.com/about"),
-        ("http://ex.com/data.json", "html", "ex.com/data.json"),
+        ("http://ex.com/data.json", "json", "ex.com/data.json"),
         ("http://ex.com/.profile", "html", "ex.com/.profile.html"),
         ("http://ex.com/a.d/about", "html", "ex.com/a.d/about.html"),
+        # an extension that is all digits is a version number, not an extension
+        ("http://ex.com/release/3.11", "html", "ex.com/release/3.11.html"),
+        ("http://ex.com/release/3.11/whatsnew.html", "html", "ex.com/release/3.11/whatsnew.html"),
+        ("http://ex.com/v1.2.3", "pdf", "ex.com/v1.2.3.pdf"),
+        ("http://ex.com/list/page.2", "html", "ex.com/list/page.2.html"),
+        ("http://ex.com/release/3.11", None, "ex.com/release/3.11"),  # no type: nothing to add
+        ("http://ex.com/file.", "pdf", "ex.com/file..pdf"),  # an empty extension is none
+        # an HTML page keeps only an extension HTML pages are served under
+        ("http://ex.com/docs/version-2.x", "html", "ex.com/docs/version-2.x.html"),
+        ("http://ex.com/data.json", "html", "ex.com/data.json.html"),
+        ("http://ex.com/INDEX.HTM", "html", "ex.com/INDEX.HTM"),
+        ("http://ex.com/w/index.php", "html", "ex.com/w/index.php"),
+        ("http://ex.com/a.aspx", "html", "ex.com/a.aspx"),
+        ("http://ex.com/version-2.x", "pdf", "ex.com/version-2.x"),  # only HTML is held to it
+        ("http://ex.com/a.tar.gz", "gz", "ex.com/a.tar.gz"),
+        # any type name is accepted: one that is not a plain extension gives "bin"
+        ("http://ex.com/sheet", "vnd.ms-excel", "ex.com/sheet.bin"),
+        ("http://ex.com/a", "vnd.foo.bar+xml", "ex.com/a.bin"),
+        ("http://ex.com/a", "../x", "ex.com/a.bin"),
+        ("http://ex.com/a", "h/t", "ex.com/a.bin"),
+        ("http://ex.com/a", "", "ex.com/a"),
+        ("http://ex.com/", "../x", "ex.com/index.html"),
+        ("http://ex.com/sheet.xls", "vnd.ms-excel", "ex.com/sheet.xls"),
         # queries stay in the file name, '/' inside them as %2F
         ("http://ex.com/page.php?id=1", "html", "ex.com/page.php?id=1"),
         ("http://ex.com/page?id=1", "html", "ex.com/page?id=1.html"),
         ("http://ex.com/page?id=1", None, "ex.com/page?id=1"),
+        ("http://ex.com/release/3.11?x=1", "html", "ex.com/release/3.11?x=1.html"),
+        ("http://ex.com/feed.json?cb=f", "html", "ex.com/feed.json?cb=f.html"),
         ("http://ex.com/?q=1", "html", "ex.com/index.html?q=1"),
         ("http://ex.com/s.cgi?path=/a/b&x=?", "html", "ex.com/s.cgi?path=%2Fa%2Fb&x=?"),
         ("http://ex.com/s.cgi?p=a%2Fb", "html", "ex.com/s.cgi?p=a%252Fb"),  # apart from p=a/b
@@ -85,8 +113,7 @@ def test_long_names_are_shortened_with_hash_and_extension():
     [
         ("not a url", None),
         ("http:///a", None),
-        ("http://ex.com/", "../x"),
-        ("http://ex.com/", "h/t"),
+        ("http:///a", "vnd.ms-excel"),
     ],
 )
 def test_mirror_relpath_refuses(url, type_ext):
@@ -303,3 +330,207 @@ def test_stored_documents_never_share_a_file(repository, documents):
         assert relpath not in owners, (owners.get(relpath), url)
         assert store_path(repository, relpath).is_relative_to(Path(repository).resolve())
         owners[relpath] = url
+
+
+# Type names as servers send them, and as nobody should.
+_ANY_TYPES = st.one_of(
+    st.none(),
+    st.sampled_from(["html", "pdf", "bin", "vnd.ms-excel", "vnd.foo.bar+xml", "x-thing", "../x"]),
+    st.text(max_size=20),
+)
+
+
+def _plain_type(doc_type: str | None) -> str | None:
+    """The type mirror_relpath is documented to treat ``doc_type`` as."""
+    if not doc_type:
+        return None
+    return doc_type if mirror._TYPE_EXT.fullmatch(doc_type) else UNKNOWN_TYPE_EXTENSION
+
+
+@settings(max_examples=500)
+@given(
+    st.one_of(st.builds("http://{}/{}".format, _HOSTS, _TEXT), st.text().map("http://".__add__)),
+    _ANY_TYPES,
+)
+def test_any_type_is_accepted(url, doc_type):
+    """Whatever the type, a URL maps or is refused as it would be without a type; no other error."""
+    for candidate in (_normalized(url), url):
+        if candidate is None:
+            continue
+        try:
+            relpath = mirror_relpath(candidate, doc_type)
+        except UnsafePath:
+            assert candidate == url  # a normalized URL always maps
+            with pytest.raises(UnsafePath):
+                mirror_relpath(candidate, None)  # refused for the URL, not for the type
+            continue
+        assert relpath == mirror_relpath(candidate, _plain_type(doc_type))
+
+
+@pytest.mark.parametrize(
+    "documents",
+    [
+        [
+            ("http://ex.com/release/3.11", "html"),
+            ("http://ex.com/release/3.11/whatsnew.html", "html"),
+        ],
+        [("http://ex.com/docs/version-2.x", "html"), ("http://ex.com/docs/version-2.x/a", "html")],
+        [("http://ex.com/list/page.2", "html"), ("http://ex.com/list/page.2/x.pdf", "pdf")],
+        [("http://ex.com/v1.2.3", "pdf"), ("http://ex.com/v1.2.3/", "html")],
+        [("http://ex.com/data.json", "html"), ("http://ex.com/data.json/meta", "json")],
+    ],
+)
+@pytest.mark.parametrize("order", [1, -1])
+def test_version_numbered_names_store_in_either_order(tmp_path, documents, order):
+    stored = {}
+    for url, doc_type in documents[::order]:
+        relpath = mirror_relpath(url, doc_type)
+        write_atomic(store_path(tmp_path, relpath), url.encode(), sync=False)
+        stored[url] = relpath
+    for url, doc_type in documents:
+        assert stored[url] == mirror_relpath(url, doc_type)  # the same paths in either order
+        assert (tmp_path / stored[url]).read_bytes() == url.encode()
+
+
+def test_clash_free_without_a_clash_keeps_the_path(tmp_path):
+    write_atomic(tmp_path / "ex.com/a/b.html", b"b")
+    for relpath in ("ex.com/a/b.html", "ex.com/a/c.html", "ex.com/new/deep/x.pdf", "other.org/y"):
+        assert clash_free(tmp_path, PurePosixPath(relpath), "http://u/") == PurePosixPath(relpath)
+    for relpath in ("../x", "/etc/passwd", "a/../b", ""):
+        with pytest.raises(UnsafePath):
+            clash_free(tmp_path, PurePosixPath(relpath), "http://u/")
+
+
+def test_clash_free_file_first_moves_the_folder(tmp_path):
+    """``/a.pdf`` is stored; every document below ``/a.pdf/`` goes to one other folder."""
+    write_atomic(tmp_path / "ex.com/a.pdf", b"pdf")
+    relpath = clash_free(
+        tmp_path, PurePosixPath("ex.com/a.pdf/b.html"), "http://ex.com/a.pdf/b.html"
+    )
+    assert relpath.parent.parent == PurePosixPath("ex.com") and relpath.name == "b.html"
+    assert relpath.parent.name.startswith("a.pdf~")
+    write_atomic(store_path(tmp_path, relpath), b"b")
+    sibling = clash_free(
+        tmp_path, PurePosixPath("ex.com/a.pdf/c/d.html"), "http://ex.com/a.pdf/c/d.html"
+    )
+    assert sibling == relpath.parent / "c/d.html"  # the same folder for every document below it
+    write_atomic(store_path(tmp_path, sibling), b"d")
+    assert (tmp_path / "ex.com/a.pdf").read_bytes() == b"pdf"
+    again = clash_free(tmp_path, PurePosixPath("ex.com/a.pdf/b.html"), "http://ex.com/a.pdf/b.html")
+    assert again == relpath  # deterministic
+
+
+def test_clash_free_folder_first_moves_the_file(tmp_path):
+    """``/a.pdf/b.html`` is stored; ``/a.pdf`` gets a disambiguated name beside the folder."""
+    write_atomic(tmp_path / "ex.com/a.pdf/b.html", b"b")
+    relpath = clash_free(tmp_path, PurePosixPath("ex.com/a.pdf"), "http://ex.com/a.pdf")
+    assert relpath == disambiguate(PurePosixPath("ex.com/a.pdf"), "http://ex.com/a.pdf")
+    write_atomic(store_path(tmp_path, relpath), b"pdf")
+    assert relpath.suffix == ".pdf" and (tmp_path / relpath).read_bytes() == b"pdf"
+    # below the folder nothing moves
+    assert clash_free(tmp_path, PurePosixPath("ex.com/a.pdf/c.html"), "u") == PurePosixPath(
+        "ex.com/a.pdf/c.html"
+    )
+
+
+def test_clash_free_also_avoids_its_own_alternatives(tmp_path):
+    url = "http://ex.com/a.pdf"
+    first = disambiguate(PurePosixPath("ex.com/a.pdf"), url)
+    (tmp_path / "ex.com/a.pdf").mkdir(parents=True)
+    (tmp_path / first).mkdir()  # someone's folder already has the alternative name
+    relpath = clash_free(tmp_path, PurePosixPath("ex.com/a.pdf"), url)
+    assert relpath not in (PurePosixPath("ex.com/a.pdf"), first)
+    write_atomic(store_path(tmp_path, relpath), b"pdf")
+
+
+_CLASHING_SEGMENTS = st.sampled_from(["a", "a.pdf", "3.11", "b.html", "index.html", "x.php", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(_CLASHING_SEGMENTS, min_size=1, max_size=4).map("/".join),
+            st.sampled_from(["html", "pdf", None]),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_every_document_is_stored_whatever_the_order(documents):
+    """What the mirror pipeline does, on disk: the mapped path, moved off a file/folder clash, then
+    disambiguated when another URL's copy holds it. Every document is stored, none overwritten."""
+    with tempfile.TemporaryDirectory() as folder:
+        repository = Path(folder)
+        owners: dict[PurePosixPath, str] = {}
+        for path, doc_type in documents:
+            url = normalize_url("http://ex.com/" + path)
+            if url in owners.values():
+                continue
+            relpath = clash_free(
+                repository, mirror_relpath(url, doc_type or UNKNOWN_TYPE_EXTENSION), url
+            )
+            if owners.get(relpath, url) != url:
+                relpath = disambiguate(relpath, url)
+            write_atomic(store_path(repository, relpath), url.encode(), sync=False)
+            owners[relpath] = url
+        for relpath, url in owners.items():
+            assert (repository / relpath).read_bytes() == url.encode()
+
+
+def test_a_document_named_like_a_temporary_survives_the_sweep(tmp_path):
+    url = "http://ex.com/.a.0123456789abcdef.tmp"  # the form temporaries used to have
+    relpath = mirror_relpath(url, "tmp")
+    assert relpath.as_posix() == "ex.com/.a.0123456789abcdef.tmp"
+    write_atomic(store_path(tmp_path, relpath), b"document")
+    assert sweep_temporary(tmp_path) == 0
+    assert (tmp_path / relpath).read_bytes() == b"document"
+
+
+def test_sweep_removes_what_write_atomic_leaves(tmp_path, monkeypatch):
+    temporaries = []
+
+    def crash(src, dst):
+        temporaries.append(os.path.basename(src))
+        raise KeyboardInterrupt  # as a crash: the temporary would stay
+
+    monkeypatch.setattr(mirror.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(tmp_path / "ex.com/.a.0123456789abcdef.tmp", b"x")
+    monkeypatch.undo()
+    (name,) = temporaries
+    assert mirror._TEMPORARY.fullmatch(name)
+    (tmp_path / "ex.com" / name).write_bytes(b"left by a crash")
+    (tmp_path / "ex.com/.a.0123456789abcdef.tmp").write_bytes(b"document")
+    assert sweep_temporary(tmp_path) == 1
+    assert os.listdir(tmp_path / "ex.com") == [".a.0123456789abcdef.tmp"]
+
+
+# Pieces that look like temporaries, old form and new, raw and escaped.
+_TEMPORARY_PIECES = st.sampled_from(
+    [".%%", "%%", ".%25%25", "%2E%25%25", ".a.0123456789abcdef.tmp", ".tmp", "0123456789abcdef"]
+)
+_TEMPORARY_TEXT = st.lists(st.one_of(_TEMPORARY_PIECES, _PIECES), max_size=8).map("".join)
+
+
+@settings(max_examples=500)
+@given(
+    st.one_of(
+        st.builds("http://{}/{}".format, _HOSTS, _TEMPORARY_TEXT),
+        st.builds("http://ex.com/{}?{}".format, _TEMPORARY_TEXT, _TEMPORARY_TEXT),
+        st.text().map("http://".__add__),
+    ),
+    _ANY_TYPES,
+)
+def test_no_document_name_is_a_temporary_name(url, doc_type):
+    for candidate in (_normalized(url), url):
+        if candidate is None:
+            continue
+        try:
+            relpath = mirror_relpath(candidate, doc_type)
+        except UnsafePath:
+            continue
+        names = [*relpath.parts, disambiguate(relpath, candidate).name]
+        names.append(disambiguate(PurePosixPath(names[-1]), candidate).name)
+        names.append(mirror._folder_alternative(relpath))
+        assert not any(mirror._TEMPORARY.fullmatch(name) for name in names), names

@@ -239,6 +239,64 @@ def test_recrawl_sends_conditional_requests_and_applies_changes(tmp_path):
     assert second.record(u("/p4.html")).last_modified == email.utils.formatdate(later, usegmt=True)
 
 
+def html(body: str, **headers: str) -> Resource:
+    return Resource(body.encode(), headers={"Content-Type": "text/html", **headers})
+
+
+def test_recrawl_holds_max_page_number(web, tmp_path):
+    """A recrawl refetches the stored documents and fetches no new one past the limit."""
+    links = "".join(f'<a href="/p{i}.html">p{i}</a>' for i in range(1, 12))
+    web.add("a.test", "/", html(f"<title>Home</title>{links}"))
+    for i in range(1, 12):
+        web.add("a.test", f"/p{i}.html", html(f"<title>P{i}</title>"))
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], period=0, max_page_number=2, threads=4)
+    first = run_crawl(conf)
+    assert first.status == 0 and len(first.records) == 2
+    stored = {r.url for r in first.records}
+    web.clear()
+    second = run_crawl(conf)
+    assert second.status == 0, second.process.stdout
+    assert {r.url for r in second.records} == stored
+    fetched = {web.url("a.test", r.target) for r in web.requests if r.target != "/robots.txt"}
+    assert fetched == stored
+
+
+def test_recrawl_removes_a_stored_document_that_now_redirects(web, tmp_path):
+    """SPEC 8: the old record and copy go, the target is a new link (not a duplicate of the old)."""
+    web.add("a.test", "/", html('<title>Home</title><a href="/a.html">a</a>'))
+    web.add("a.test", "/a.html", html("<title>Moved soon</title>"))
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], period=0)
+    first = run_crawl(conf)
+    assert first.status == 0 and len(first.records) == 2
+    copy = first.repository / f"a.test:{web.port}" / "a.html"
+    assert copy.exists()
+    web.add("a.test", "/a.html", Resource(b"", 301, {"Location": "/b.html"}))
+    web.add("a.test", "/b.html", html("<title>Moved soon</title>"))  # the old body, moved
+    second = run_crawl(conf)
+    assert second.status == 0, second.process.stdout
+    assert sorted(second.urls) == sorted([web.url("a.test", "/"), web.url("a.test", "/b.html")])
+    assert not copy.exists()
+    assert (second.repository / "duplicates.tsv").read_text() == ""
+    assert "Removed " + web.url("a.test", "/a.html") in second.log
+
+
+def test_recrawl_without_validators_asks_if_modified_since_the_stored_date(web, tmp_path):
+    """A document sent without Last-Modified and ETag is asked for with If-Modified-Since set to
+    the Date it was stored with (the index's serverdate)."""
+    web.add("a.test", "/", html("<title>Plain</title>"))
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], period=0)
+    first = run_crawl(conf)
+    assert first.status == 0
+    (record,) = first.records
+    assert record.last_modified is None and record.server_date
+    web.clear()
+    second = run_crawl(conf)
+    assert second.status == 0
+    (request,) = [r for r in web.requests if r.target == "/"]
+    assert request.headers["If-Modified-Since"] == record.server_date
+    assert "If-None-Match" not in request.headers
+
+
 def test_second_run_before_the_period_does_nothing(web, tmp_path):
     web.page("a.test", "/", '<a href="/x.html">x</a>')
     web.page("a.test", "/x.html", "x")
