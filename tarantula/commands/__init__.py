@@ -24,11 +24,18 @@ def tell(command: ScrapyCommand, message: str, level: int = logging.INFO) -> Non
 
 
 def load_or_report(command: ScrapyCommand, path: str | Path) -> CrawlConfig | None:
-    """The configuration at ``path``; on a bad file, its ``FILE:LINE:COL: error:`` lines are told
-    (:func:`tell`), the command's exit status becomes 2 and None is returned."""
+    """The configuration at ``path``, its warnings (such as ``FILE:LINE:COL: warning: not valid
+    UTF-8; read as Windows-1253``) told (:func:`tell`); on a bad file, its warnings and its
+    ``FILE:LINE:COL: error:`` lines are told, the command's exit status becomes 2 and None is
+    returned."""
     try:
-        return load_config(path)
+        config = load_config(path)
     except ConfigError as exc:
+        for warning in exc.warnings:
+            tell(command, warning, logging.WARNING)
         tell(command, str(exc), logging.ERROR)
         command.exitcode = 2
         return None
+    for warning in config.warnings:
+        tell(command, warning, logging.WARNING)
+    return config

@@ -11,15 +11,22 @@ The grammar, as users write it::
   section belong to ``<crawler-options>``.
 * A value is a quoted string (backslashes are kept literally: they are regex escapes), a bare word
   or number, or a list ``{ item, item, ... }`` that may span lines and end with a trailing comma.
-* A bare list item runs to the next ``,`` that is outside brackets and parentheses, to ``}``, or
-  to the end of its line, and is trimmed. ``#`` starts a comment only at the start of a token or
-  after whitespace, so the bare regex ``^#.*`` keeps its ``#``.
+* A bare list item runs to the next ``,`` or ``}`` outside ``()``, ``[]`` and ``{}`` (so the
+  regex ``.{0,4}`` stays whole), to a comment or to the end of its line, and is trimmed. Escaped
+  brackets (``\\{``) do not nest, and a ``[...]`` class follows the regex rules (``[]}]`` is one
+  class). Brackets that do not balance by the end of the line do not nest at all, so they cannot
+  carry the item into the next statement.
+* ``#`` starts a comment only at the start of a line or after white space, outside quotes: the
+  bare regex ``^#.*`` keeps its ``#``, and ``a = b;#x`` is an error (``#x`` is not a comment).
+* The file is UTF-8 (a BOM is allowed); a file that is not valid UTF-8 is read as Windows-1253,
+  the code page Greek users' editors save in, and :attr:`CrawlConfig.warnings` says so.
 
 Every problem found is reported at once, with file, line and column, as :class:`ConfigError`.
 """
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import importlib.util
 import ipaddress
@@ -29,7 +36,7 @@ import re
 import shutil
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -58,14 +65,19 @@ class ConfigProblem:
 class ConfigError(Exception):
     """The configuration file is unusable; ``problems`` lists every problem in file order."""
 
-    def __init__(self, problems: list[ConfigProblem]) -> None:
+    def __init__(self, problems: list[ConfigProblem], warnings: tuple[str, ...] = ()) -> None:
         super().__init__("\n".join(map(str, problems)))
         self.problems = list(problems)
+        self.warnings = warnings  # as in CrawlConfig.warnings: worth showing with the errors
 
 
 @dataclass(frozen=True)
 class CrawlConfig:
-    """A validated crawler configuration. Relative paths are made absolute on creation."""
+    """A validated crawler configuration. Relative paths are made absolute on creation.
+
+    ``warnings`` holds what the user should be told although the file loaded, one line each, such
+    as ``crawl.conf:3:9: warning: not valid UTF-8; read as Windows-1253``.
+    """
 
     path: Path
     starting_points: tuple[str, ...]
@@ -97,6 +109,7 @@ class CrawlConfig:
     render_list: tuple[re.Pattern[str], ...] = ()
     render_wait: float = 5.0
     browser: str = "chromium"
+    warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Relative paths in the file mean "next to the file", not "in the current directory".
@@ -319,10 +332,15 @@ class _Reader:
         end = self.text.find("\n", pos)
         return len(self.text) if end < 0 else end
 
+    def comment_at(self, pos: int) -> bool:
+        """Whether a comment starts at ``pos``: a ``#`` at the start of a line or after white
+        space (quotes are read elsewhere, so a ``#`` in one never gets here)."""
+        return self.text[pos] == "#" and (pos == 0 or self.text[pos - 1].isspace())
+
     def skip_blank(self) -> None:
         """Skip whitespace, line breaks and comments."""
         while c := self.peek():
-            if c == "#":
+            if self.comment_at(self.i):
                 self.i = self.line_end(self.i)
             elif c.isspace():
                 self.i += 1
@@ -353,6 +371,9 @@ class _Reader:
                     self.open_section(self.text[start + 1 : close].strip(), start)
             elif match := _KEY_RE.match(self.text, start):
                 self.statement(match.group(), start)
+            elif c == "#":  # e.g. "a = b;#x": a comment needs white space before it
+                self.error(start, "unexpected '#'; a comment needs white space before it")
+                self.skip_statement()
             else:
                 self.error(start, f"unexpected '{c}'; expected a key or a <section>")
                 self.skip_statement()
@@ -446,27 +467,50 @@ class _Reader:
                 result.damaged = True
 
     def bare_item(self) -> _Item:
-        """Read an unquoted list item: it ends at a top-level ',', at '}' or at the line end."""
-        text, start = self.text, self.i
-        i, depth, in_class = start, 0, False
+        """Read an unquoted list item: it ends at a ',' or '}' outside (), [] and {}, at a comment
+        or at the end of its line, and is trimmed. Brackets that do not balance by then do not
+        nest at all, so that they cannot carry the item past the list's '}': the item ends at its
+        first ',' or '}'."""
+        start = self.i
+        end, balanced = self.bare_end(start, nest=True)
+        if not balanced:
+            end, _ = self.bare_end(start, nest=False)
+        self.i = end
+        return _Item(self.text[start:end].strip(), start)
+
+    def bare_end(self, start: int, nest: bool) -> tuple[int, bool]:
+        """Where the bare item at ``start`` ends, and whether its brackets balance.
+
+        A backslash escapes the next character, so ``\\{`` and ``\\,`` are plain. Inside a
+        ``[...]`` class, as in a regex, every character but an unescaped ``]`` is plain, and a
+        ``]`` right after ``[`` or ``[^`` is plain too: ``[]}]`` is one class.
+        """
+        text, i = self.text, start
+        closers: list[str] = []  # the brackets that close each "(" and "{" still open, in order
+        class_body = -1  # where the current [...] class's characters start; -1: not in a class
         while i < len(text):
             c = text[i]
-            if c in "\n}" or (c == "#" and text[i - 1].isspace()):
+            if c == "\n" or self.comment_at(i):
                 break
             if c == "\\" and text[i + 1 : i + 2] not in ("", "\n"):
-                i += 2  # an escaped ',' or '}' belongs to the regex
+                i += 2
                 continue
-            if in_class:
-                in_class = c != "]"
+            if not nest:
+                if c in ",}":
+                    break
+            elif class_body >= 0:
+                if c == "]" and i > class_body:
+                    class_body = -1
             elif c == "[":
-                in_class = True
-            elif c in "()":
-                depth = max(0, depth + (1 if c == "(" else -1))
-            elif c == "," and depth == 0:
+                class_body = i + 2 if text[i + 1 : i + 2] == "^" else i + 1
+            elif c in "({":
+                closers.append(")" if c == "(" else "}")
+            elif closers and c == closers[-1]:
+                closers.pop()
+            elif not closers and c in ",}":
                 break
             i += 1
-        self.i = i
-        return _Item(text[start:i].strip(), start)
+        return i, not closers and class_body < 0
 
     def open_section(self, written: str, pos: int) -> None:
         name = _canonical(written)
@@ -553,8 +597,49 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
     return CrawlConfig(path=Path(path), **reader.values)  # type: ignore[arg-type]
 
 
+def _line_col(text: str) -> tuple[int, int]:
+    """The 1-based line and column of the character that follows ``text``."""
+    return text.count("\n") + 1, len(text) - text.rfind("\n")
+
+
+def decode_config(data: bytes, display: str) -> tuple[str, tuple[str, ...]]:
+    """The text of a configuration file's bytes, and the warnings about how it was read.
+
+    The file is UTF-8, a BOM allowed; a file that is not valid UTF-8 is read as Windows-1253, the
+    code page Greek users' editors save in, with a warning that points at its first byte that is
+    not UTF-8. Bytes that are neither raise :class:`ConfigError` at the first of them, in the
+    encoding that reads further, which is the one the file was most likely meant to be in.
+
+    >>> decode_config("# Ελληνικά".encode("cp1253"), "c.conf")
+    ('# Ελληνικά', ('c.conf:1:3: warning: not valid UTF-8; read as Windows-1253',))
+    >>> try:
+    ...     decode_config(b"a\\n\\x81", "c.conf")
+    ... except ConfigError as exc:
+    ...     print(exc)
+    c.conf:2:1: error: the file is neither UTF-8 nor Windows-1253: byte 0x81 is valid in neither
+    """
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8"), ()
+    except UnicodeDecodeError as exc:
+        utf8_bad = exc.start
+    try:
+        text = data.decode("cp1253")
+    except UnicodeDecodeError as exc:
+        bad, what = exc.start, "is valid in neither"
+        if utf8_bad > bad:
+            bad, what = utf8_bad, "is not valid UTF-8"
+        elif bad > utf8_bad:
+            what = "is undefined in Windows-1253"
+        before = data[:bad].decode("utf-8" if bad == utf8_bad else "cp1253")
+        message = f"the file is neither UTF-8 nor Windows-1253: byte 0x{data[bad]:02X} {what}"
+        raise ConfigError([ConfigProblem(display, *_line_col(before), message)]) from None
+    line, col = _line_col(text[:utf8_bad])  # Windows-1253 has one character per byte
+    return text, (f"{display}:{line}:{col}: warning: not valid UTF-8; read as Windows-1253",)
+
+
 def load_config(path: str | Path) -> CrawlConfig:
-    """Read and parse the UTF-8 configuration file at ``path`` (a leading BOM is ignored)."""
+    """Read and parse the configuration file at ``path``, decoded by :func:`decode_config`."""
     display = str(path)
     try:
         data = Path(path).read_bytes()
@@ -562,11 +647,10 @@ def load_config(path: str | Path) -> CrawlConfig:
         reason = getattr(exc, "strerror", None) or str(exc)
         problem = ConfigProblem(display, 1, 1, f"cannot read the configuration file: {reason}")
         raise ConfigError([problem]) from None
+    text, warnings = decode_config(data, display)
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        before = data[: exc.start].decode("utf-8-sig", errors="replace")
-        line, col = before.count("\n") + 1, len(before) - before.rfind("\n")
-        problem = ConfigProblem(display, line, col, "the file is not valid UTF-8")
-        raise ConfigError([problem]) from None
-    return parse_config(text, path, display_name=display)
+        config = parse_config(text, path, display_name=display)
+    except ConfigError as exc:
+        # Text read in the wrong encoding may be what went wrong: the warning helps then.
+        raise ConfigError(exc.problems, warnings) from None
+    return replace(config, warnings=warnings) if warnings else config

@@ -127,7 +127,7 @@ def test_defaults() -> None:
 
 
 def test_every_key_has_a_field_and_every_field_a_key() -> None:
-    fields = {f.name for f in dataclasses.fields(CrawlConfig)} - {"path"}
+    fields = {f.name for f in dataclasses.fields(CrawlConfig)} - {"path", "warnings"}
     assert fields == {name.replace("-", "_") for name in _KEYS}
 
 
@@ -195,12 +195,125 @@ def test_comments_everywhere() -> None:
         "    http://b.example/ # after a bare item\n"
         "  } # after the list\n"
         "  ; # after the semicolon\n"
-        "reject-list = { ^#.* , a\\#b };# right after the semicolon\n"
-        "scope = domain-scope;#\n"
+        "reject-list = { ^#.* , a\\#b,#c,{#d}, e };\t# after a tab\n"
+        "scope = domain-scope; #\n"
+        "#"
     )
     assert config.starting_points == ("http://a.example/#frag", "http://b.example/")
-    assert [p.pattern for p in config.reject_list] == ["^#.*", "a\\#b"]
+    assert [p.pattern for p in config.reject_list] == ["^#.*", "a\\#b", "#c", "{#d}", "e"]
     assert config.scope == "domain-scope"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # '#' right after ';' is not after white space: it is not a comment, so not a statement.
+        (
+            SEED + "scope = domain-scope;#x\ndelay = x;",
+            [
+                "c.conf:2:22: error: unexpected '#'; a comment needs white space before it",
+                "c.conf:3:9: error: 'delay' must be a number, got 'x'",
+            ],
+        ),
+        (
+            SEED + "<logging>#x\n",
+            ["c.conf:2:10: error: unexpected '#'; a comment needs white space before it"],
+        ),
+        # Nor after a value: the value runs on, or the ';' is missing.
+        (
+            SEED + "scope = domain-scope#x;",
+            [
+                "c.conf:2:9: error: unknown scope 'domain-scope#x'; valid values: free-spanning, "
+                "domain-scope, host-scope, path-scope"
+            ],
+        ),
+        (
+            SEED + 'scope = "domain-scope"#x;',
+            ["c.conf:2:23: error: expected ';' after the value of 'scope'"],
+        ),
+        (
+            SEED + 'accept-list = { "a"#x };',
+            ["c.conf:2:20: error: expected ',' or '}' after a list item"],
+        ),
+    ],
+)
+def test_hash_is_a_comment_only_at_a_line_start_or_after_white_space(
+    text: str, expected: list[str]
+) -> None:
+    assert problems(text) == expected
+
+
+def test_hash_in_bare_values_is_kept() -> None:
+    config = parse("starting-points = http://a.example/#top;\naccept-list =#x;")
+    assert config.starting_points == ("http://a.example/#top",)
+    assert [p.pattern for p in config.accept_list] == ["#x"]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (r"{ .*\.[tT][mM][pP]\.?.{0,4}$ }", [r".*\.[tT][mM][pP]\.?.{0,4}$"]),
+        (r"{.{0,4}$}", [".{0,4}$"]),
+        (r"{ ^#.*,.*\?.* }", ["^#.*", r".*\?.*"]),
+        (
+            "{ a{2,3}b , (x|y){1,}, (a,{1}), c{1}d{2,} }",
+            ["a{2,3}b", "(x|y){1,}", "(a,{1})", "c{1}d{2,}"],
+        ),
+        ("{ a(b}c), d }", ["a(b}c)", "d"]),  # '}' inside () does not close the list
+        ("{\n  .{0,4}$,\n  x{1,2}\n}", [".{0,4}$", "x{1,2}"]),
+        # Escaped brackets are plain characters, escaped ',' and '}' do not end the item.
+        (r"{ a\{, b\}, c\(, d\[, e\,f, g\}h }", [r"a\{", r"b\}", r"c\(", r"d\[", r"e\,f", r"g\}h"]),
+        # In a [...] class, as in the regex: ']' first is plain, and so are '{', '}', '(' and ','.
+        (
+            "{ []},]x, [^]{]y, [{]a, [}], [(,]b, z }",
+            ["[]},]x", "[^]{]y", "[{]a", "[}]", "[(,]b", "z"],
+        ),
+        (r"{ [\]},]x, [a\]{]y }", [r"[\]},]x", r"[a\]{]y"]),
+        ("{ [,;]x, (a,b), a\\,b, }", ["[,;]x", "(a,b)", "a\\,b"]),
+    ],
+)
+def test_bare_list_items_end_outside_brackets(value: str, expected: list[str]) -> None:
+    config = parse(f"{SEED}reject-list = {value};\n")
+    assert [p.pattern for p in config.reject_list] == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (
+            "{ a(b, c };",
+            "c.conf:2:17: error: invalid regular expression 'a(b' in 'reject-list': "
+            "missing ), unterminated subpattern at position 1",
+        ),
+        (
+            "{ x, a[b, c };",
+            "c.conf:2:20: error: invalid regular expression 'a[b' in 'reject-list': "
+            "unterminated character set at position 1",
+        ),
+        (
+            "{ a(b # why\n, c };",
+            "c.conf:2:17: error: invalid regular expression 'a(b' in 'reject-list': "
+            "missing ), unterminated subpattern at position 1",
+        ),
+    ],
+)
+def test_unbalanced_brackets_end_a_bare_item_at_its_line(value: str, expected: str) -> None:
+    # The brackets do not nest, so the list and its statement end where they seem to, and the
+    # next line is still read and checked.
+    line = 3 + value.count("\n")
+    assert problems(f"{SEED}reject-list = {value}\nscope = nowhere;") == [
+        expected,
+        f"c.conf:{line}:9: error: unknown scope 'nowhere'; valid values: free-spanning, "
+        "domain-scope, host-scope, path-scope",
+    ]
+
+
+def test_a_bare_item_never_runs_past_its_line() -> None:
+    # '{' balanced by the list's own '}' keeps the list open; the next line says so.
+    assert problems(f"{SEED}reject-list = {{ x{{, y }};\nscope = host-scope;") == [
+        "c.conf:2:15: error: unclosed list: expected '}' to match this '{'",
+        "c.conf:3:1: error: expected ',' or '}' after a list item",
+    ]
 
 
 def test_lists_trailing_commas_lines_and_single_values() -> None:
@@ -483,12 +596,91 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
     assert str(info.value).startswith(f"{tmp_path}:1:1: error: cannot read")
 
 
-def test_invalid_utf8_points_at_the_bad_byte(tmp_path: Path) -> None:
+GREEK = "# Αρχικά σημεία και ελληνικό σχόλιο\n"
+CP1253_UNDEFINED = [0x81, 0x88, 0x8A, *range(0x8C, 0x91), 0x98, 0x9A, *range(0x9C, 0xA0)]
+CP1253_UNDEFINED += [0xAA, 0xD2, 0xFF]
+
+
+def load_bytes(tmp_path: Path, data: bytes) -> CrawlConfig:
     conf = tmp_path / "c.conf"
-    conf.write_bytes(SEED.encode() + b"scope = \xff;\n")
+    conf.write_bytes(data)
+    return load_config(conf)
+
+
+def load_problems(tmp_path: Path, data: bytes) -> tuple[list[str], tuple[str, ...]]:
+    """The error lines and the warnings of a file that does not load; "c.conf" names the file."""
     with pytest.raises(ConfigError) as info:
-        load_config(conf)
-    assert str(info.value) == f"{conf}:2:9: error: the file is not valid UTF-8"
+        load_bytes(tmp_path, data)
+    name = str(tmp_path / "c.conf")
+    return [str(p).replace(name, "c.conf") for p in info.value.problems], tuple(
+        w.replace(name, "c.conf") for w in info.value.warnings
+    )
+
+
+def test_utf8_files_load_without_warnings(tmp_path: Path) -> None:
+    text = SEED + GREEK + 'user-agent = "Αράχνη/1";\n'
+    assert load_bytes(tmp_path, text.encode()).warnings == ()
+    config = load_bytes(tmp_path, b"\xef\xbb\xbf" + text.encode())
+    assert (config.user_agent, config.warnings) == ("Αράχνη/1", ())
+
+
+def test_windows_1253_file_is_read_with_a_warning(tmp_path: Path) -> None:
+    text = SEED + "scope = domain-scope; " + GREEK + 'user-agent = "Αράχνη/1";\n'
+    config = load_bytes(tmp_path, text.encode("cp1253"))
+    assert (config.scope, config.user_agent) == ("domain-scope", "Αράχνη/1")
+    # The warning points at the first byte that is not UTF-8: the 'Α' of the comment.
+    name = tmp_path / "c.conf"
+    assert config.warnings == (f"{name}:2:25: warning: not valid UTF-8; read as Windows-1253",)
+    # A BOM says UTF-8, but the rule is the same: what is not UTF-8 is read as Windows-1253.
+    config = load_bytes(tmp_path, b"\xef\xbb\xbf" + text.encode("cp1253"))
+    assert (config.user_agent, len(config.warnings)) == ("Αράχνη/1", 1)
+
+
+def test_a_windows_1253_file_with_errors_keeps_its_warning(tmp_path: Path) -> None:
+    text = GREEK + SEED + "scope = σφάλμα;\n"
+    assert load_problems(tmp_path, text.encode("cp1253")) == (
+        [
+            "c.conf:3:9: error: unknown scope 'σφάλμα'; valid values: free-spanning, "
+            "domain-scope, host-scope, path-scope"
+        ],
+        ("c.conf:1:3: warning: not valid UTF-8; read as Windows-1253",),
+    )
+
+
+@pytest.mark.parametrize("byte", CP1253_UNDEFINED, ids=hex)
+def test_bytes_that_are_neither_utf8_nor_windows_1253(tmp_path: Path, byte: int) -> None:
+    data = SEED.encode() + b"scope = " + bytes([byte]) + b";\n"
+    assert load_problems(tmp_path, data) == (
+        [
+            f"c.conf:2:9: error: the file is neither UTF-8 nor Windows-1253: byte 0x{byte:02X} "
+            "is valid in neither"
+        ],
+        (),
+    )
+
+
+def test_an_undecodable_byte_is_placed_in_the_encoding_that_reads_further(
+    tmp_path: Path,
+) -> None:
+    # Windows-1253 Greek, then a byte undefined there: the column counts Windows-1253 characters.
+    data = (SEED + GREEK + "scope = ά").encode("cp1253") + b"\x81;\n"
+    assert load_problems(tmp_path, data) == (
+        [
+            "c.conf:3:10: error: the file is neither UTF-8 nor Windows-1253: byte 0x81 "
+            "is undefined in Windows-1253"
+        ],
+        (),
+    )
+    # UTF-8 Greek ('ρ' is CF 81, undefined in Windows-1253), then a byte that is not UTF-8: the
+    # column counts UTF-8 characters.
+    data = (SEED + GREEK + "scope = ά").encode() + b"\xc0;\n"
+    assert load_problems(tmp_path, data) == (
+        [
+            "c.conf:3:10: error: the file is neither UTF-8 nor Windows-1253: byte 0xC0 "
+            "is not valid UTF-8"
+        ],
+        (),
+    )
 
 
 # ------------------------------------------------------------------ properties
@@ -527,7 +719,35 @@ def test_config_like_text_parses_or_raises_config_error(text: str) -> None:
     _check_problems(text)
 
 
+BYTE_TOKENS = [
+    *(token.encode() for token in TOKENS),
+    *(GREEK.encode(), GREEK.encode("cp1253"), b"\xef\xbb\xbf", b"\r\n"),
+    *(bytes([byte]) for byte in CP1253_UNDEFINED),
+]
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.binary() | st.lists(st.sampled_from(BYTE_TOKENS) | st.binary(max_size=3)).map(b"".join))
+def test_arbitrary_bytes_load_or_raise_config_error(tmp_path: Path, data: bytes) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_bytes(data)
+    name = re.escape(str(conf))
+    try:
+        warnings = load_config(conf).warnings
+    except ConfigError as exc:
+        assert exc.problems
+        for problem in exc.problems:
+            assert 1 <= problem.line <= data.count(b"\n") + 1
+            assert re.fullmatch(rf"{name}:\d+:\d+: error: [^\n]+", str(problem)), str(problem)
+        warnings = exc.warnings
+    for warning in warnings:
+        assert re.fullmatch(
+            rf"{name}:\d+:\d+: warning: not valid UTF-8; read as Windows-1253", warning
+        )
+
+
 REGEXES = [r".*\.html?$", r"^#.*", r".*\?.*", r".*\.[tT][mM][pP]\.?.{0,4}$", r"[,;]x", r"(a|b)"]
+REGEXES += [r"(a,b){1,3}", r"[]},]x", r"[^]{]y", r"a\{b", r"c\}", r"x{2,}"]
 ADDRESSES = ["127.0.0.1", "::1", "10.0.0.7", "2001:db8::1"]
 BOOLEAN_WORDS = {"yes": True, "no": False, "true": True, "FALSE": False, "On": True, "0": False}
 
@@ -604,7 +824,7 @@ def valid_configs(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
     for name in draw(st.permutations(sorted(chosen))):
         if name in LISTS:
             items = draw(LISTS[name])
-            rendered = [f'"{i}"' if draw(st.booleans()) or "}" in i else i for i in items]
+            rendered = [f'"{i}"' if draw(st.booleans()) else i for i in items]
             sep = draw(st.sampled_from([", ", ",\n  ", " , # note\n"]))
             trailing = "," if draw(st.booleans()) and items else ""
             value = "{ " + sep.join(rendered) + trailing + "\n}"
