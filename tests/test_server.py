@@ -8,6 +8,7 @@ import http.client
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -19,7 +20,9 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import pytest
 from protego import Protego
 
-from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer
+from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer, server_context
+
+from .docsite import self_signed
 
 WWW, DOCS, ELSEWHERE = "www.demo.test", "docs.demo.test", "elsewhere.test"
 HOSTS = (WWW, DOCS, ELSEWHERE)
@@ -232,6 +235,31 @@ def test_records_in_arrival_order(server: SiteServer) -> None:
     assert [r.time for r in server.requests] == sorted(r.time for r in server.requests)
     server.clear()
     assert server.requests == [] and server.targets() == []
+
+
+def test_records_carry_scheme_and_status(server: SiteServer) -> None:
+    fetch(server, WWW, "/")
+    fetch(server, WWW, "/news")
+    fetch(server, WWW, "/nothing.html")
+    assert [(r.scheme, r.status) for r in server.requests] == [
+        ("http", 200),
+        ("http", 301),
+        ("http", 404),
+    ]
+
+
+def test_catch_all_routes(server: SiteServer) -> None:
+    server.add("a.test", "*", Resource(b"any target of a.test"))
+    server.add("*", "/only.html", Resource(b"this target on any host"))
+    server.add("a.test", "/exact", Resource(b"exact"))
+    assert fetch(server, "a.test", "/exact")[2] == b"exact"
+    assert fetch(server, "a.test", "/x?y=1")[2] == b"any target of a.test"
+    assert fetch(server, "a.test", "/only.html")[2] == b"any target of a.test"  # host first
+    assert fetch(server, "b.test", "/only.html")[2] == b"this target on any host"
+    assert fetch(server, WWW, "/about")[2] == (SITE_ROOT / WWW / "about").read_bytes()
+    server.add("*", "*", Resource(b"", 301, {"Location": "https://elsewhere/"}))
+    status, headers, _ = fetch(server, WWW, "/about")
+    assert (status, headers["Location"]) == (301, "https://elsewhere/")
 
 
 def test_url(server: SiteServer) -> None:
@@ -450,3 +478,110 @@ def test_demo_robots() -> None:
     assert robots(ELSEWHERE).can_fetch("http://elsewhere.test/", "tarantula")
     private = "http://www.demo.test/private/secret.html"
     assert any(private in _links(p) for p in _html_files())
+
+
+# -- addresses and TLS -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return self_signed(tmp_path_factory.mktemp("tls"), "127.0.0.1")
+
+
+def unverified() -> ssl.SSLContext:
+    """A client context that accepts the self-signed certificate."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def fetch_tls(
+    server: SiteServer, host: str, target: str, address: str = "127.0.0.1"
+) -> tuple[int, bytes]:
+    conn = http.client.HTTPSConnection(address, server.port, timeout=5, context=unverified())
+    try:
+        conn.request("GET", target, headers={"Host": host})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def test_listens_on_the_given_address() -> None:
+    with SiteServer(SITE_ROOT, address="127.31.41.59") as other:
+        assert other.address == "127.31.41.59"
+        conn = http.client.HTTPConnection("127.31.41.59", other.port, timeout=5)
+        conn.request("GET", "/about", headers={"Host": WWW})
+        assert conn.getresponse().status == 200
+        conn.close()
+        assert [(r.scheme, r.target) for r in other.requests] == [("http", "/about")]
+
+
+def test_tls_from_certificate_files(certificate: tuple[Path, Path]) -> None:
+    with SiteServer(SITE_ROOT, tls=certificate) as secure:
+        assert fetch_tls(secure, WWW, "/about") == (200, (SITE_ROOT / WWW / "about").read_bytes())
+        (record,) = secure.requests
+        assert (record.scheme, record.host, record.target, record.status) == (
+            "https",
+            WWW,
+            "/about",
+            200,
+        )
+        assert secure.url(WWW, "/x") == f"https://{WWW}:{secure.port}/x"
+        with pytest.raises(OSError):  # plain HTTP gets no answer from a TLS port
+            fetch(secure, WWW, "/about")
+
+
+def test_tls_from_a_context_on_the_default_port(certificate: tuple[Path, Path]) -> None:
+    try:
+        secure = SiteServer(
+            port=443, address="127.27.18.28", tls=server_context(*certificate)
+        ).start()
+    except PermissionError:
+        pytest.skip("binding port 443 needs root (or CAP_NET_BIND_SERVICE)")
+    with secure:
+        secure.page("a.test", "/", "<p>secure</p>")
+        assert fetch_tls(secure, "a.test", "/", address="127.27.18.28") == (200, b"<p>secure</p>")
+        assert secure.url("a.test") == "https://a.test/"
+
+
+def test_a_silent_tls_client_holds_up_no_other(certificate: tuple[Path, Path]) -> None:
+    secure = SiteServer(SITE_ROOT, tls=certificate).start()
+    silent = socket.create_connection(("127.0.0.1", secure.port), timeout=2)  # never says hello
+    broken = socket.create_connection(("127.0.0.1", secure.port), timeout=2)
+    broken.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")  # plain HTTP: a failed handshake
+    assert fetch_tls(secure, WWW, "/")[0] == 200
+    started = time.monotonic()
+    secure.stop()
+    assert time.monotonic() - started < 2
+    with contextlib.suppress(ConnectionResetError):
+        assert silent.recv(1) == b""  # closed by the server
+    silent.close()
+    broken.close()
+    assert [r.target for r in secure.requests] == ["/"]
+
+
+def test_command_line_with_address_and_tls(certificate: tuple[Path, Path]) -> None:
+    cert, key = certificate
+    command = [sys.executable, "-m", "tarantula.demo.server", "--port", "0"]
+    command += ["--address", "127.31.41.60", "--cert", str(cert), "--key", str(key)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        match = re.fullmatch(r"serving (.+) on https://127\.31\.41\.60:(\d+)/\n", line)
+        assert match and Path(match[1]) == SITE_ROOT
+        conn = http.client.HTTPSConnection(
+            "127.31.41.60", int(match[2]), timeout=5, context=unverified()
+        )
+        conn.request("GET", "/about", headers={"Host": WWW})
+        assert conn.getresponse().status == 200
+        conn.close()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=5) == 0
+    finally:
+        process.kill()
+        process.wait()
+    without_key = subprocess.run(command[:-2], capture_output=True, text=True, timeout=30)
+    assert without_key.returncode == 2 and "--cert and --key go together" in without_key.stderr

@@ -1,9 +1,11 @@
 """A recording virtual-host HTTP server, and the bundled demo site it serves.
 
-`SiteServer` listens on 127.0.0.1 only and serves several host names from one port, choosing the
-site by the ``Host`` header. Content comes from a folder tree ``root/<host>/<path>`` and from
-routes added in code (a route wins over a file). Every request is recorded (`RequestRecord`), so
-tests can assert what a crawl fetched, in which order, and how politely::
+`SiteServer` listens on one loopback address (127.0.0.1 unless told another, such as 127.8.9.10)
+and serves several host names from one port, choosing the site by the ``Host`` header; given a
+certificate (an ``ssl.SSLContext``, or certificate and key files) it speaks HTTPS instead of
+HTTP. Content comes from a folder tree ``root/<host>/<path>`` and from routes added in code (a
+route wins over a file). Every request is recorded (`RequestRecord`), so tests can assert what a
+crawl fetched, in which order, and how politely::
 
     with SiteServer(SITE_ROOT) as server:
         server.page("a.test", "/", '<a href="/x">x</a>')
@@ -19,8 +21,8 @@ absolute links such as ``http://docs.demo.test/``; when the ``Host`` header name
 port in the HTML, text, CSS and XML files served, so the site works at any port
 (``http://docs.demo.test:8642/``) and its ``<base href>`` stays on the server. In proxy mode
 (``Host: www.demo.test``) files are sent as stored and URLs keep the plain host names. Either way
-the record's ``host`` is the host name without port and its ``target`` the path and query
-(``/news/list.html?page=2``).
+the record's ``host`` is the host name without port, its ``target`` the path and query
+(``/news/list.html?page=2``) and its ``scheme`` ``http`` or ``https``.
 
 Static files. A path ending in ``/`` serves that folder's ``index.html``; a folder asked for
 without the slash is redirected (301) to the slash form, as Apache does. The type follows the
@@ -30,7 +32,8 @@ declaration decides. Files carry ``Last-Modified`` (their mtime) and an ``ETag``
 and the port when one was written into the links); conditional GETs (``If-None-Match``, else
 ``If-Modified-Since``) are answered 304. The query is ignored for static files:
 ``/news/list.html?page=2`` is answered with ``/news/list.html``. Unknown hosts and missing files
-get a small HTML 404.
+get a small HTML 404. A route added for the target ``*`` answers every target of its host that has
+no route of its own, and one for the host ``*`` every host (a site that only redirects elsewhere).
 
 The demo site (``tarantula/demo/site``, `SITE_ROOT`): the Department of Computer Science of the
 fictional Northfield College, over three host names.
@@ -70,7 +73,8 @@ each links back to ``http://www.demo.test/``. Its robots.txt sets ``Crawl-delay:
 ``elsewhere.test`` -- one page (``/``) and a robots.txt: a partner site linked from www, outside
 a domain scope over ``demo.test``; a crawl of the demo must never fetch it.
 
-Command line: ``python -m tarantula.demo.server --root DIR --port N`` serves until Ctrl-C.
+Command line: ``python -m tarantula.demo.server --root DIR --port N [--address A] [--cert PEM
+--key PEM]`` serves until Ctrl-C.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ import email.utils
 import http.server
 import re
 import socket
+import ssl
 import threading
 import time
 import traceback
@@ -131,8 +136,10 @@ class Resource:
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """One request as received. ``end`` is when the response was fully sent; in the record given
-    to a callable resource, which runs before the answer exists, ``end`` equals ``time``."""
+    """One request as received. ``end`` is when the response was fully sent and ``status`` the
+    status of the answer (recorded before the answer is sent); in the record given to a callable
+    resource, which runs before the answer exists, ``end`` equals ``time`` and ``status`` is 0.
+    ``scheme`` is ``https`` on a server that speaks TLS."""
 
     time: float
     end: float
@@ -140,6 +147,8 @@ class RequestRecord:
     method: str
     target: str
     headers: dict[str, str]
+    scheme: str = "http"
+    status: int = 0
 
 
 Handler = Resource | Callable[[RequestRecord], Resource]
@@ -195,14 +204,39 @@ def _content_type(path: Path, body: bytes) -> str:
     return kind
 
 
-class SiteServer:
-    """Threaded HTTP/1.1 server on 127.0.0.1 serving several host names (by the Host header) and
-    recording every request. Content comes from a folder tree root/<host>/<path> (optional) and
-    from routes added in code; a route wins over a file."""
+TLS = ssl.SSLContext | tuple[str | Path, str | Path]
+"""What makes a server speak HTTPS: a server-side context, or (certificate file, key file) in PEM."""
 
-    def __init__(self, root: Path | None = None, port: int = 0) -> None:
+
+def server_context(certfile: str | Path, keyfile: str | Path) -> ssl.SSLContext:
+    """A server-side TLS context from a PEM certificate (chain) and its private key."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certfile, keyfile)
+    return context
+
+
+class SiteServer:
+    """Threaded HTTP/1.1 server serving several host names (by the Host header) and recording
+    every request. Content comes from a folder tree root/<host>/<path> (optional) and from routes
+    added in code; a route wins over a file.
+
+    It listens on ``address`` (a loopback address; 127.0.0.1 by default) at ``port`` (0 picks a
+    free one) and speaks HTTPS when ``tls`` is given (see `TLS`); the TLS handshake happens in the
+    connection's own thread, so a client that never completes it holds up no other."""
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        port: int = 0,
+        *,
+        address: str = "127.0.0.1",
+        tls: TLS | None = None,
+    ) -> None:
         self.root = Path(root) if root is not None else None
         self.port = port
+        self.address = address
+        self.ssl_context = server_context(*tls) if isinstance(tls, tuple) else tls
+        self.scheme = "https" if self.ssl_context is not None else "http"
         self.requests: list[RequestRecord] = []
         self._routes: dict[tuple[str, str], Handler] = {}
         self._lock = threading.Lock()
@@ -213,7 +247,7 @@ class SiteServer:
 
     def start(self) -> SiteServer:
         if self._httpd is None:
-            self._httpd = _HTTPServer(self, ("127.0.0.1", self.port))
+            self._httpd = _HTTPServer(self, (self.address, self.port))
             self.port = self._httpd.server_address[1]
             self._thread = threading.Thread(
                 target=self._httpd.serve_forever,
@@ -243,11 +277,15 @@ class SiteServer:
     # -- content -----------------------------------------------------------------------------
 
     def url(self, host: str, target: str = "/") -> str:
-        return f"http://{host}:{self.port}{target}"
+        """``http(s)://host:port/target``, without the port when it is the scheme's default."""
+        default = 443 if self.scheme == "https" else 80
+        port = "" if self.port == default else f":{self.port}"
+        return f"{self.scheme}://{host}{port}{target}"
 
     def add(self, host: str, target: str, resource: Handler) -> None:
         """Answer ``target`` (path and query, matched exactly) on ``host`` with ``resource``, or
-        with what a callable returns for each request."""
+        with what a callable returns for each request. The target ``*`` stands for every target
+        of the host without a route of its own, the host ``*`` for every host."""
         with self._lock:
             self._routes[(host.lower(), target)] = resource
 
@@ -274,17 +312,25 @@ class SiteServer:
             self.requests.append(record)
             return len(self.requests) - 1
 
-    def _finished(self, index: int, record: RequestRecord, end: float) -> None:
+    def _update(self, index: int, record: RequestRecord, **changes: Any) -> RequestRecord:
+        updated = replace(record, **changes)
         with self._lock:
             # The list may have been cleared meanwhile; then the slot is no longer this record's.
             if index < len(self.requests) and self.requests[index] is record:
-                self.requests[index] = replace(record, end=end)
+                self.requests[index] = updated
+        return updated
 
     # -- answering ---------------------------------------------------------------------------
 
     def _resolve(self, record: RequestRecord) -> Resource:
         with self._lock:
-            handler = self._routes.get((record.host, record.target))
+            keys = (
+                (record.host, record.target),
+                (record.host, "*"),
+                ("*", record.target),
+                ("*", "*"),
+            )
+            handler = next((self._routes[key] for key in keys if key in self._routes), None)
         if handler is None:
             return self._static(record)
         if isinstance(handler, Resource):
@@ -318,7 +364,8 @@ class SiteServer:
             return Resource(b"", 405, {"Allow": "GET, HEAD"})
         headers = {k.lower(): v for k, v in record.headers.items()}
         port = _port_of(headers.get("host", ""))
-        if port == 80 or path.suffix.lower() not in _REWRITTEN_SUFFIXES:
+        default_port = 443 if record.scheme == "https" else 80
+        if port == default_port or path.suffix.lower() not in _REWRITTEN_SUFFIXES:
             port = None  # served as stored
         stat = path.stat()
         validators = {
@@ -344,9 +391,26 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, site: SiteServer, address: tuple[str, int]) -> None:
         self.site = site
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, _RequestHandler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        request, client_address = super().get_request()
+        context = self.site.ssl_context
+        if context is not None:
+            # No handshake here: it would run in the accepting thread, where one silent client
+            # would stop the server from accepting others. The handler does it (_RequestHandler).
+            try:
+                request = context.wrap_socket(
+                    request, server_side=True, do_handshake_on_connect=False
+                )
+            except OSError:
+                request.close()
+                raise
+        return request, client_address
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._connections_lock:
@@ -378,8 +442,10 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
 
     def handle(self) -> None:
         try:
+            if isinstance(self.connection, ssl.SSLSocket):
+                self.connection.do_handshake()
             super().handle()
-        except OSError:  # BrokenPipe, ConnectionReset, a socket shut down by stop()
+        except OSError:  # BrokenPipe, ConnectionReset, stop() shutting the socket, a bad handshake
             self.close_connection = True
 
     def _answer(self) -> None:
@@ -395,13 +461,18 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
         if length > 0:
             self.rfile.read(length)  # keep the connection in step; request bodies are not kept
         site = self.server.site
-        record = RequestRecord(start, start, host, self.command, target, dict(self.headers.items()))
+        record = RequestRecord(
+            start, start, host, self.command, target, dict(self.headers.items()), site.scheme
+        )
         index = site._arrived(record)
         resource = site._resolve(record)
+        # The status is recorded before the answer goes out, so a client that has read the
+        # answer finds it in the record; the end only after.
+        record = site._update(index, record, status=resource.status)
         if resource.delay > 0:
             time.sleep(resource.delay)
         self._send(resource)
-        site._finished(index, record, time.monotonic())
+        site._update(index, record, end=time.monotonic())
 
     def _send(self, resource: Resource) -> None:
         status, headers = resource.status, resource.headers
@@ -427,20 +498,31 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m tarantula.demo.server",
-        description="Serve a folder of sites (one sub-folder per host name) on 127.0.0.1.",
+        description="Serve a folder of sites (one sub-folder per host name) on a loopback address.",
     )
     parser.add_argument("--root", type=Path, default=SITE_ROOT, help="default: the demo site")
     parser.add_argument("--port", type=int, default=8000, help="default: 8000; 0 picks one")
+    parser.add_argument("--address", default="127.0.0.1", help="default: 127.0.0.1")
+    parser.add_argument("--cert", type=Path, help="PEM certificate: serve HTTPS (needs --key)")
+    parser.add_argument("--key", type=Path, help="PEM private key of --cert")
     args = parser.parse_args(argv)
     if not args.root.is_dir():
         parser.error(f"no such folder: {args.root}")
-    server = SiteServer(args.root, args.port)
+    if (args.cert is None) != (args.key is None):
+        parser.error("--cert and --key go together")
+    where = f"[{args.address}]" if ":" in args.address else args.address
+    try:
+        tls = server_context(args.cert, args.key) if args.cert else None
+    except (OSError, ssl.SSLError) as exc:
+        parser.error(f"cannot load the certificate: {exc}")
+    server = SiteServer(args.root, args.port, address=args.address, tls=tls)
     try:
         server.start()
     except OSError as exc:
-        parser.error(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror}")
-    print(f"serving {args.root} on http://127.0.0.1:{server.port}/", flush=True)
+        parser.error(f"cannot listen on {where}:{args.port}: {exc.strerror}")
     try:
+        # Printed inside the try: a Ctrl-C right after the line is still a clean stop.
+        print(f"serving {args.root} on {server.scheme}://{where}:{server.port}/", flush=True)
         threading.Event().wait()
     except KeyboardInterrupt:
         pass

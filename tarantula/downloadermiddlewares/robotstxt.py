@@ -133,6 +133,11 @@ class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
             return
         body = robots_rules(response.status, response.body)
         await super()._parse_robots(response.replace(body=body), key, request)
+        # A robots.txt that redirects to another site's robots.txt (http to https, most often)
+        # brought that site's rules too: they are not fetched a second time.
+        final = site_key(response.url)
+        if final != key and response.url == f"{final}/robots.txt" and final not in self._parsers:
+            self._parsers[final] = self._parsers[key]
 
     def _robots_error(self, exc: Exception, key: str) -> None:
         self._disallow_host(key, f"could not be fetched ({exc.__class__.__name__}: {exc})")
