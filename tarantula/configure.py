@@ -9,6 +9,20 @@ from tarantula.core.config import CrawlConfig
 LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG"}
 
 
+def log_settings(config: CrawlConfig) -> dict[str, Any]:
+    """The Scrapy settings of the ``<logging>`` section: where the log goes and from which level.
+
+    >>> from pathlib import Path
+    >>> log_settings(CrawlConfig(path=Path("/c/x.conf"), starting_points=("http://h/",),
+    ...                          log_file=Path("x.log"), log_level=0))
+    {'LOG_LEVEL': 'WARNING', 'LOG_FILE': '/c/x.log'}
+    """
+    return {
+        "LOG_LEVEL": LOG_LEVELS[config.log_level],
+        "LOG_FILE": str(config.log_file) if config.log_file else None,
+    }
+
+
 def crawl_settings(config: CrawlConfig) -> dict[str, Any]:
     """Scrapy settings that carry out ``config`` (set at "spider" priority, so ``-s`` still wins).
 
@@ -29,8 +43,7 @@ def crawl_settings(config: CrawlConfig) -> dict[str, Any]:
         "DOWNLOAD_MAXSIZE": config.max_document_size,
         "DOWNLOAD_WARNSIZE": 0,
         "USER_AGENT": config.user_agent,
-        "LOG_LEVEL": LOG_LEVELS[config.log_level],
-        "LOG_FILE": str(config.log_file) if config.log_file else None,
+        **log_settings(config),
     }
     if config.threads == 1:
         # One document at a time, start to finish: the engine asks for the next request only once

@@ -7,10 +7,17 @@ says when the next recrawl is due and exits 0 without fetching anything. After t
 summary is printed (unless the log, on the terminal, already showed it), and the exit status is 1
 when Tarantula's own code logged an error (Scrapy alone would exit 0). Other spiders run as with
 Scrapy's command.
+
+Logging follows the configuration's ``<logging>`` section from Scrapy's first line on: Scrapy sets
+up logging and logs its start-up banner when it creates the crawler process, right after the
+command reads its options and long before the spider reads the configuration, so the options step
+reads the ``<logging>`` section already (``-s``, ``-L`` and ``--logfile`` still win) and demotes
+the banner to DEBUG (:func:`tarantula.logformatter.demote_banner`): it shows at log-level 2 only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from datetime import datetime
@@ -20,9 +27,11 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
-from tarantula.core.config import CrawlConfig
+from tarantula.configure import log_settings
+from tarantula.core.config import ConfigError, CrawlConfig, load_config
 from tarantula.core.state import CrawlState
 from tarantula.extensions.summary import CrawlSummary
+from tarantula.logformatter import demote_banner
 from tarantula.spiders.tarantula import TarantulaSpider, state_path
 
 if TYPE_CHECKING:
@@ -55,7 +64,25 @@ def _logged_to_screen(settings: BaseSettings) -> bool:
             and isinstance(level, int) and level <= logging.INFO)  # fmt: skip
 
 
+def _log_folder_missing(config: CrawlConfig) -> bool:
+    return config.log_file is not None and not config.log_file.parent.is_dir()
+
+
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        if args != [TarantulaSpider.name]:
+            return
+        assert self.settings is not None
+        demote_banner()
+        conf = opts.spargs.get("conf") or self.settings.get("TARANTULA_CONF")
+        # Only the <logging> section is taken here; a bad file keeps Scrapy's logging defaults and
+        # is reported by run(), once logging is set up.
+        with contextlib.suppress(ConfigError):
+            config = load_config(conf) if conf else None
+            if config is not None and not _log_folder_missing(config):
+                self.settings.setdict(log_settings(config), priority="spider")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != TarantulaSpider.name:
             super().run(args, opts)
@@ -64,8 +91,16 @@ class Command(ScrapyCrawlCommand):
         conf = opts.spargs.get("conf") or self.settings.get("TARANTULA_CONF")
         if not conf:
             raise UsageError("no configuration file: use -a conf=PATH", print_help=False)
+        # Read again (process_options kept only its <logging>): problems and warnings are told
+        # here, on the terminal and in the log file.
         config = load_or_report(self, conf)
         if config is None:
+            return
+        if _log_folder_missing(config):
+            assert config.log_file is not None
+            tell(self, f"{config.path}: error: log-file {config.log_file}: "
+                       f"the folder {config.log_file.parent} does not exist", logging.ERROR)  # fmt: skip
+            self.exitcode = 2
             return
         waiting = recrawl_wait(config)
         if waiting:

@@ -1,11 +1,15 @@
 """The end-of-crawl summary (SPEC 7.3), from the crawl's stats.
 
+"responses fetched" counts the answers to the crawl's own requests; the robots.txt answers
+(``tarantula/robots/responses``, part of Scrapy's ``response_received_count``) are given apart.
+
 >>> print(summary_text({"tarantula/documents/stored": 3, "response_received_count": 5,
-...     "tarantula/failures/http-404": 1, "tarantula/filtered/scope": 7, "elapsed_time_seconds": 1.25,
-...     "finish_reason": "finished"}, errors=[], index="repo/index.txt"))
+...     "tarantula/robots/responses": 1, "tarantula/failures/http-404": 1,
+...     "tarantula/filtered/scope": 7, "elapsed_time_seconds": 1.25, "finish_reason": "finished"},
+...     errors=[], index="repo/index.txt"))
 Crawl finished (finished) in 1.2 s
   documents stored     3  (index: repo/index.txt)
-  responses fetched    5
+  responses fetched    4  (+ 1 robots.txt)
   duplicates           0
   failures             1  (http-404: 1)
   links filtered       7  (scope: 7)
@@ -34,11 +38,13 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str) ->
     failures, failure_detail = _breakdown(stats, "tarantula/failures/")
     filtered, filtered_detail = _breakdown(stats, "tarantula/filtered/")
     kind = next((k for k in RUN_KINDS if stats.get(f"tarantula/run/{k}")), "crawl")
+    robots = int(stats.get("tarantula/robots/responses", 0))
+    responses = int(stats.get("response_received_count", 0)) - robots
     lines = [
         f"{RUN_KINDS[kind]} finished ({stats.get('finish_reason', 'unknown')}) in "
         f"{float(stats.get('elapsed_time_seconds', 0)):.1f} s",
         f"  documents stored {stats.get('tarantula/documents/stored', 0):>5}  (index: {index})",
-        f"  responses fetched {stats.get('response_received_count', 0):>4}",
+        f"  responses fetched {responses:>4}" + (f"  (+ {robots} robots.txt)" if robots else ""),
         f"  duplicates {stats.get('tarantula/documents/duplicate', 0):>11}",
         f"  failures {failures:>13}{failure_detail}",
         f"  links filtered {filtered:>7}{filtered_detail}",

@@ -6,6 +6,10 @@ warnings), so each one is remembered by its first line, named in the summary, an
 
 The summary is logged (and kept in :attr:`text` for the crawl command to print); the raw stats are
 logged at level 2.
+
+Stats: ``tarantula/robots/responses``, the answers to robots.txt requests (those with
+``meta["dont_obey_robotstxt"]``, as the robots.txt middlewares send them), which the summary
+counts apart from the responses to the crawl's own requests.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tarantula.core.summary import summary_text
 from tarantula.pipelines.index import INDEX_NAME
 
 if TYPE_CHECKING:
+    from scrapy import Request
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
@@ -45,6 +50,7 @@ class CrawlSummary:
         self.text: str | None = None
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.response_received, signal=signals.response_received)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlSummary:
@@ -56,6 +62,10 @@ class CrawlSummary:
 
     def opened(self) -> None:
         logging.getLogger().addHandler(self.collector)
+
+    def response_received(self, request: Request) -> None:
+        if request.meta.get("dont_obey_robotstxt"):
+            self.crawler.stats.inc_value("tarantula/robots/responses")
 
     def closed(self, reason: str) -> None:
         logging.getLogger().removeHandler(self.collector)
