@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+from typing import TYPE_CHECKING, Any
 
 from tarantula.core.config import CrawlConfig
+from tarantula.downloadermiddlewares.render import render_settings
+from tarantula.resolver import add_mappings, installed_resolver
+
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
 
 LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG"}
 
@@ -33,8 +39,11 @@ def crawl_settings(config: CrawlConfig) -> dict[str, Any]:
     """
     settings: dict[str, Any] = {
         "CONCURRENT_REQUESTS": config.threads,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": config.host_concurrency,
-        "DOWNLOAD_DELAY": config.delay,
+        # Politeness (delay, Crawl-delay, delay-factor, host-concurrency, back-off) is the
+        # frontier's alone: it hands a host's URL out only when the host may be contacted, so
+        # Scrapy's download slots add no limit and no delay of their own.
+        "CONCURRENT_REQUESTS_PER_DOMAIN": config.threads,
+        "DOWNLOAD_DELAY": 0,
         "CLOSESPIDER_TIMEOUT": config.time_limit,
         # max-depth is applied by the spider, which counts and logs each link it drops;
         # DepthMiddleware still keeps request.meta["depth"].
@@ -50,3 +59,26 @@ def crawl_settings(config: CrawlConfig) -> dict[str, Any]:
         # the previous response has been parsed and its links queued, so bfs/dfs order is exact.
         settings["SCRAPER_SLOT_MAX_ACTIVE_SIZE"] = 0
     return settings
+
+
+def quiet_loggers(level: str | int) -> None:
+    """Set the crawl's log level on the loggers of the crawl itself.
+
+    Scrapy filters by level in its handler, after every debug message has been built into a
+    record; with the level on the loggers, a message below it costs one comparison.
+    """
+    for name in ("scrapy", "tarantula", "protego", "twisted"):
+        logging.getLogger(name).setLevel(level)
+
+
+def configure(settings: Settings, config: CrawlConfig) -> None:
+    """Turn ``config`` into the crawl's Scrapy settings (at "spider" priority: ``-s`` still wins),
+    its loggers' level and its host-name mapping."""
+    settings.setdict(crawl_settings(config), priority="spider")
+    quiet_loggers(settings.get("LOG_LEVEL"))
+    add_mappings(config.resolve, config.resolve_only)
+    resolver = installed_resolver()
+    mapping, only = (
+        (resolver.mapping, resolver.only) if resolver else (dict(config.resolve), config.resolve_only)
+    )
+    settings.setdict(render_settings(config, mapping, only), priority="spider")

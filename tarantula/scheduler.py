@@ -1,21 +1,28 @@
-"""The Scrapy scheduler over Tarantula's durable frontier (:mod:`tarantula.core.state`).
+"""The Scrapy scheduler over Tarantula's durable frontier (:mod:`tarantula.core.frontier`).
 
 It replaces Scrapy's scheduler, dupefilter and priority queue together, for two reasons:
 
 - exact dfs moves a waiting URL forward when a page visited later links to it (a decrease-key),
   which a dupefilter that drops the second discovery cannot allow;
 - Scrapy's ``JOBDIR`` writes its queues and seen-set only on a clean stop, so a kill loses the
-  frontier; here every request lives in the state database, leased while in flight and done only
-  once its response is handled (the spider and the pipelines say so), and committed every
+  frontier; here every request lives in the crawl state, leased while in flight and acknowledged
+  only once its response is handled (by the spider and the pipelines), and committed every
   ``TARANTULA_COMMIT_INTERVAL`` seconds.
 
-Requests are rebuilt from their rows when handed out (:meth:`TarantulaSpider.request_for`), so
-what a request must carry across a restart (redirect and retry counts) is kept in the row's
-``extra`` JSON. Dedup is on the normalized URL, redirect targets included; a redirect marks its
-source done; ``dont_filter`` requests (retries) go back to the queue in their old place.
+It is also the one politeness governor: a host's next URL is handed out only when
+:class:`~tarantula.core.politeness.Politeness` says the host is due and under its concurrency.
+
+Requests are rebuilt from the frontier's entries when handed out (:func:`tarantula.meta.entry_request`),
+so what a request must carry across a restart (redirect and retry counts) is kept in the entry's
+``extra`` JSON. Dedup is on the normalized URL, redirect targets included; a redirect acknowledges
+its source; ``dont_filter`` requests (retries) go back to the queue in their old place. The scheduler
+opens and closes the run in the repository (:mod:`tarantula.core.repository`).
+
+For a crawl that is not Tarantula's, :meth:`FrontierScheduler.from_crawler` hands Scrapy's own
+scheduler over, so other spiders of the project run as they would anywhere.
 
 Stats: ``scheduler/enqueued``, ``scheduler/dequeued``, ``tarantula/scheduler/duplicate``,
-``tarantula/run/<kind>``.
+``tarantula/run/<kind>``, ``tarantula/documents/over-limit``, ``tarantula/filtered/host-dropped``.
 """
 
 from __future__ import annotations
@@ -25,18 +32,18 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from scrapy.core.scheduler import BaseScheduler
+from scrapy.core.scheduler import BaseScheduler, Scheduler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later, create_looping_call
 
-from tarantula.core.state import dfs_key
+from tarantula import meta
+from tarantula.context import CrawlContext, context_of
+from tarantula.core.frontier import dfs_key
 from tarantula.core.urls import UrlRejected
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
-
-    from tarantula.spiders.tarantula import TarantulaSpider
 
 logger = logging.getLogger(__name__)
 
@@ -45,110 +52,113 @@ DURABLE_META = ("redirect_times", "redirect_ttl", "redirect_urls", "retry_times"
 
 
 class FrontierScheduler(BaseScheduler):
-    def __init__(self, crawler: Crawler, spider: TarantulaSpider, commit_interval: float) -> None:
+    def __init__(self, crawler: Crawler, context: CrawlContext, commit_interval: float) -> None:
         self.crawler = crawler
-        self.spider = spider
-        self.state = spider.state
-        self.politeness = spider.politeness
-        self.politeness.on_release = self.state.release
+        self.context = context
+        self.frontier = context.frontier
+        self.politeness = context.politeness
+        self.politeness.on_release = self.frontier.release
         self.stats = crawler.stats
         self.commit_interval = commit_interval
-        self.limit = max(spider.config.max_page_number, 0)
+        self.limit = max(context.config.max_page_number, 0)
+        self.spider: Spider | None = None
         self._committer: Any = None
         self._wake: Any = None
-        # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from a
-        # row: they are handed out as they came, and do not survive a restart.
+        # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from
+        # an entry: they are handed out as they came, and do not survive a restart.
         self._foreign: dict[str, Request] = {}
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FrontierScheduler:
-        spider = crawler.spider
-        if getattr(spider, "state", None) is None:
-            raise NotConfigured("FrontierScheduler needs the tarantula spider")
-        return cls(crawler, spider, crawler.settings.getfloat("TARANTULA_COMMIT_INTERVAL"))  # type: ignore[arg-type]
+    def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
+        try:
+            context = context_of(crawler)
+        except NotConfigured:
+            return Scheduler.from_crawler(crawler)
+        return cls(crawler, context, crawler.settings.getfloat("TARANTULA_COMMIT_INTERVAL"))
 
     def open(self, spider: Spider) -> None:
-        run = self.spider.begin_run()
+        self.spider = spider
+        run = self.context.repository.begin_run(self.context.state)
         self.stats.set_value(f"tarantula/run/{run.kind}", 1)
-        self._committer = create_looping_call(self._commit)
+        self._committer = create_looping_call(self.context.state.db.commit_if_changed)
         self._committer.start(self.commit_interval, now=False)
-
-    def _commit(self) -> None:
-        if self.state.dirty or self.state.files_written:
-            self.state.commit()
 
     def close(self, reason: str) -> None:
         if self._committer is not None and self._committer.running:
             self._committer.stop()
         if self._wake is not None:
             self._wake.cancel()
-        self.spider.end_run(reason)
+        self.context.repository.end_run(self.context.state, reason)
 
     def has_pending_requests(self) -> bool:
-        return self.state.has_pending()
+        return self.frontier.has_pending()
 
     def __len__(self) -> int:
-        return self.state.pending()
-
-    def seen(self, url: str) -> bool:
-        """True when a normalized URL needs no new request (the spider asks before building one)."""
-        return self.state.seen(url)
+        return self.frontier.pending()
 
     def enqueue_request(self, request: Request) -> bool:
-        meta = request.meta
-        url = meta.get("tarantula_url")
-        redirected = meta.get("redirect_urls")
+        request_meta = request.meta
+        url = request_meta.get(meta.URL)
+        redirected = request_meta.get("redirect_urls")
         if url is None or redirected:
             try:
-                url = self.spider.rules.normalize(request.url)
+                url = self.context.rules.normalize(request.url)
             except UrlRejected:
                 self._inc("tarantula/scheduler/unusable")
                 return False
         if redirected:
-            self.state.finish(meta["tarantula_url"], "redirected")
-        extra = {k: meta[k] for k in DURABLE_META if k in meta}
+            self.frontier.ack(request_meta[meta.URL], "redirected")
+        extra = {k: request_meta[k] for k in DURABLE_META if k in request_meta}
         extra_json = json.dumps(extra) if extra else None
-        if request.callback not in (None, self.spider.parse) or request.errback not in (
-            None,
-            self.spider.failed,
-        ):
+        if not self._own(request):
             self._foreign[url] = request
-        key = dfs_key(meta.get("tarantula_path", ())) if self.state.dfs else None
-        original = meta.get("tarantula_origin") or request.url
+        key = dfs_key(request_meta.get(meta.PATH, ())) if self.frontier.dfs else None
+        original = request_meta.get(meta.ORIGIN) or request.url
+        depth = request_meta.get("depth", 0)
         if request.dont_filter:
-            self.state.requeue(url, original, meta.get("depth", 0), key, extra_json)
-        elif not self.state.push(url, original, meta.get("depth", 0), key, extra_json):
+            self.frontier.requeue(url, original, depth, key, extra_json)
+        elif not self.frontier.push(url, original, depth, key, extra_json):
             self._inc("tarantula/scheduler/duplicate")
             return False
         self._inc("scheduler/enqueued")
         return True
 
+    def _own(self, request: Request) -> bool:
+        """Whether a request is one the frontier can rebuild (the spider's parse and failed)."""
+        spider = self.spider
+        callback, errback = request.callback, request.errback
+        return (callback is None or callback == getattr(spider, "parse", None)) and (
+            errback is None or errback == getattr(spider, "failed", None)
+        )
+
     def next_request(self) -> Request | None:
         now = time.monotonic()
-        entry = self.state.pop(now, self.politeness)
+        entry = self.frontier.lease(now, self.politeness)
         while entry is not None and self._over_limit(entry.url):
-            entry = self.state.pop(now, self.politeness)
-        if self.state.dropped_urls:
-            self._inc("tarantula/filtered/host-dropped", self.state.dropped_urls)
-            self.state.dropped_urls = 0
+            entry = self.frontier.lease(now, self.politeness)
+        if dropped := self.frontier.take_dropped():
+            self._inc("tarantula/filtered/host-dropped", dropped)
         if entry is None:
-            self._wake_at(self.state.next_due())
+            self._wake_at(self.frontier.next_due())
             return None
         self.politeness.started(entry.host, now)
         self._inc("scheduler/dequeued")
-        request = self._foreign.pop(entry.url, None) or self.spider.request_for(entry)
-        request.meta["tarantula_host"] = entry.host
+        request = self._foreign.pop(entry.url, None)
+        if request is None:
+            spider = self.spider
+            request = meta.entry_request(self.context, entry, spider.parse, spider.failed)  # type: ignore[union-attr]
+        request.meta[meta.HOST] = entry.host
         return request
 
     def _over_limit(self, url: str) -> bool:
         """In a recrawl at ``max-page-number``, a URL that is not a stored document is not fetched
-        (the first crawl stops at the limit instead; a recrawl still refetches what it stored)."""
-        state = self.state
-        if not (self.limit and state.generation > 1) or state.document(url) is not None:
+        (a first crawl stops at the limit instead; a recrawl still refetches what it stored)."""
+        documents = self.context.documents
+        if not (self.limit and self.frontier.generation > 1) or documents.document(url) is not None:
             return False
-        if state.document_count() < self.limit:
+        if documents.count() < self.limit:
             return False
-        state.finish(url, "over-limit")
+        self.frontier.ack(url, "over-limit")
         self._inc("tarantula/documents/over-limit")
         return True
 
@@ -164,7 +174,9 @@ class FrontierScheduler(BaseScheduler):
 
     def _poke_engine(self) -> None:
         self._wake = None
-        slot = getattr(self.crawler.engine, "_slot", None)  # the engine's own "ask again" hook
+        # Private: Scrapy 2.19 has no public way to have the engine ask its scheduler again now.
+        # tests/components/test_scheduler.py fails if this hook goes away.
+        slot = getattr(self.crawler.engine, "_slot", None)
         if slot is not None and slot.nextcall is not None:
             slot.nextcall.schedule()
 

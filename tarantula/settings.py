@@ -32,7 +32,6 @@ COOKIES_ENABLED = False
 HTTPPROXY_ENABLED = False
 
 SCHEDULER = "tarantula.scheduler.FrontierScheduler"
-DOWNLOADER = "tarantula.downloader.Downloader"
 
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,

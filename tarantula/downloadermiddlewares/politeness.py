@@ -27,11 +27,13 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.httpobj import urlparse_cached
 
+from tarantula.context import context_of
 from tarantula.core.politeness import retry_after_seconds
-from tarantula.downloader import cut_at_max_size
+from tarantula.errors import cut_at_max_size
+from tarantula.meta import HOST
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -59,9 +61,7 @@ class PolitenessMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
-        politeness = getattr(crawler.spider, "politeness", None)
-        if politeness is None:
-            raise NotConfigured("the spider keeps no politeness state")
+        politeness = context_of(crawler).politeness
         return cls(crawler, politeness, crawler.settings.get("ROBOTSTXT_USER_AGENT") or "tarantula")
 
     def _robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
@@ -72,16 +72,21 @@ class PolitenessMiddleware:
             logger.info("%s asks for a Crawl-delay of %s s", host, crawl_delay)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        host = request.meta.get("tarantula_host")
-        if host is not None and self.politeness.dropped(host):
+        host = request.meta.get(HOST)
+        if host is None:
+            return
+        if self.politeness.dropped(host):
             self.stats.inc_value("tarantula/filtered/host-dropped")
             raise IgnoreRequest("host dropped")  # released in process_exception
+        # The request goes on the wire now: it passed robots.txt (whose rules it may have waited
+        # for), and the download slots add no wait of their own. The gap counts from here.
+        self.politeness.sent(host, time.monotonic())
 
     @staticmethod
     def _host(request: Request) -> tuple[str, bool]:
         """The request's host, and whether the frontier handed it out (robots.txt it does not);
         the mark is taken off so that the request is released once."""
-        handed = request.meta.pop("tarantula_host", None)
+        handed = request.meta.pop(HOST, None)
         return handed or urlparse_cached(request).hostname or "", handed is not None
 
     def process_response(

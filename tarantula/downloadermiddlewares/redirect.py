@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware as ScrapyRedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
 
+from tarantula.context import CrawlContext, context_of
 from tarantula.core.urls import UrlRejected, join_url
+from tarantula.meta import URL
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
@@ -34,14 +37,21 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
 class RedirectMiddleware(ScrapyRedirectMiddleware):
+    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
+        super().__init__(crawler.settings, crawler)
+        self.context = context
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedirectMiddleware:
+        return cls(crawler, context_of(crawler))
+
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Request | Response:
-        rules = getattr(self.crawler.spider, "rules", None)
+        rules = self.context.rules
         location = response.headers.get("Location")
         if (
-            rules is not None
-            and location
+            location
             and response.status in REDIRECT_STATUSES
             and not request.meta.get("dont_redirect")
             and not request.meta.get("dont_obey_robotstxt")  # robots.txt may redirect anywhere
@@ -60,11 +70,9 @@ class RedirectMiddleware(ScrapyRedirectMiddleware):
         return super().process_response(request, response)
 
     def _forget_stored(self, request: Request, target: str) -> None:
-        spider = self.crawler.spider
-        state = getattr(spider, "state", None)
-        url = request.meta.get("tarantula_url")
-        if url is not None and state is not None and state.generation > 1:
-            spider.remove_document(url, f"now redirects to {target}")  # type: ignore[union-attr]
+        url = request.meta.get(URL)
+        if url is not None and self.context.frontier.generation > 1:
+            self.context.remove_document(url, f"now redirects to {target}")
 
     def _refuse(self, rule: str, target: str) -> None:
         self.crawler.stats.inc_value(f"tarantula/filtered/{rule}")

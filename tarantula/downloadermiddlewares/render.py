@@ -39,6 +39,8 @@ from urllib.parse import urlsplit
 
 from scrapy.http import HtmlResponse
 
+from tarantula.context import context_of
+from tarantula.meta import DOWNLOADED, PAGE, RENDER
 from tarantula.resolver import host_resolver_rules
 
 if TYPE_CHECKING:
@@ -100,8 +102,8 @@ async def serve_downloaded(page: Page, request: Request) -> None:
     """``playwright_page_init_callback``: answer the browser's request for the page with the
     response already downloaded. Routes added later take precedence in Playwright, so this one
     comes before scrapy-playwright's own."""
-    status, headers, body = request.meta["tarantula_downloaded"]
-    request.meta["tarantula_page"] = page  # closed by the middleware if the rendering hangs
+    status, headers, body = request.meta[DOWNLOADED]
+    request.meta[PAGE] = page  # closed by the middleware if the rendering hangs
     url = request.url
     context = page.context
     if not getattr(context, "tarantula_guarded", False):
@@ -132,20 +134,21 @@ class RenderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
+        context_of(crawler)  # a Tarantula crawl only
         return cls(crawler)
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
         if (
-            not request.meta.get("tarantula_render")
+            not request.meta.get(RENDER)
             or response.status != 200
             or not isinstance(response, HtmlResponse)
         ):
             return response
         from scrapy_playwright.page import PageMethod
 
-        config: CrawlConfig = self.crawler.spider.config  # type: ignore[union-attr]
+        config = context_of(self.crawler).config
         headers = {
             key.decode("latin-1"): b", ".join(values).decode("latin-1")
             for key, values in response.headers.items()
@@ -159,7 +162,7 @@ class RenderMiddleware:
                 "playwright_page_init_callback": serve_downloaded,
                 "playwright_page_goto_kwargs": {"wait_until": "load"},
                 "playwright_page_methods": [PageMethod(settle, config.render_wait)],
-                "tarantula_downloaded": (response.status, headers, response.body),
+                DOWNLOADED: (response.status, headers, response.body),
             },
         )
         stats = self.crawler.stats
@@ -172,7 +175,7 @@ class RenderMiddleware:
             try:
                 rendered = await asyncio.wait_for(handlers.download_request_async(rendering), limit)
             except TimeoutError:
-                page = rendering.meta.get("tarantula_page")
+                page = rendering.meta.get(PAGE)
                 if page is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(page.close(), 10)

@@ -1,6 +1,5 @@
-"""robots.txt as SPEC 6 reads RFC 9309, on top of Scrapy's :class:`RobotsTxtMiddleware`.
-
-Scrapy's middleware treats every failure as "allow all". Here:
+"""robots.txt as SPEC 6 reads RFC 9309. Scrapy's middleware treats every failure as "allow all";
+here:
 
 - 2xx: the file is obeyed (Protego, user-agent token from ``ROBOTSTXT_USER_AGENT``), its first
   500 KiB;
@@ -22,8 +21,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy import Request
-from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware as ScrapyRobotsTxtMiddleware
+from scrapy import Request, signals
 from scrapy.exceptions import (
     CannotResolveHostError,
     DownloadCancelledError,
@@ -31,6 +29,7 @@ from scrapy.exceptions import (
     DownloadFailedError,
     DownloadTimeoutError,
     IgnoreRequest,
+    NotConfigured,
     ResponseDataLossError,
 )
 from scrapy.http.request import NO_CALLBACK
@@ -85,87 +84,117 @@ def robots_rules(status: int | None, body: bytes) -> bytes:
     return body[:ROBOTS_MAX_BYTES]
 
 
-class RobotsTxtMiddleware(ScrapyRobotsTxtMiddleware):
-    async def robot_parser(self, request: Request) -> RobotParser | None:
-        # Scrapy's version logs an unreachable robots.txt as an ERROR with a traceback; here that is
-        # a fact about the host, handled (and logged once) by _robots_error.
-        parts = urlparse_cached(request)
-        key = f"{parts.scheme}://{parts.netloc}"  # Scrapy's own key, the netloc, mixes schemes
-        if key not in self._parsers:
-            self._parsers[key] = Deferred()
-            # At least the 500 KiB that are read, whatever max-document-size (DOWNLOAD_MAXSIZE)
-            # says; a larger limit for documents applies to robots.txt too. Scrapy cancels a
-            # download over the limit rather than cutting it short, so a robots.txt larger than
-            # both fails like an unreachable one (the host is disallowed: the safe side).
-            maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
-            robots_request = Request(
-                f"{key}/robots.txt",
-                priority=self.DOWNLOAD_PRIORITY,
-                callback=NO_CALLBACK,
-                meta={
-                    "dont_obey_robotstxt": True,
-                    "download_maxsize": max(maxsize, ROBOTS_MAX_BYTES) if maxsize else 0,
-                },
-            )
+class RobotsTxtMiddleware:
+    """Obeys robots.txt; replaces Scrapy's middleware of the same name.
+
+    Written anew rather than derived, because Scrapy's keys the rules by host and port alone,
+    takes every failure for "allow all", and keeps its state in private attributes; what stays
+    the same: ``ROBOTSTXT_OBEY``, ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``, the
+    ``dont_obey_robotstxt`` meta key, the ``robots_parsed`` signal and the ``robotstxt/*`` stats.
+    """
+
+    DOWNLOAD_PRIORITY = 1000
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        if not settings.getbool("ROBOTSTXT_OBEY"):
+            raise NotConfigured("ROBOTSTXT_OBEY is off")
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.user_agent: str = settings.get("ROBOTSTXT_USER_AGENT") or settings["USER_AGENT"]
+        self.parser_class = load_object(settings.get("ROBOTSTXT_PARSER"))
+        # At least the 500 KiB that are read, whatever max-document-size (DOWNLOAD_MAXSIZE) says;
+        # a larger limit for documents applies to robots.txt too. Scrapy cancels a download over
+        # the limit rather than cutting it short, so a robots.txt larger than both fails like an
+        # unreachable one (the host is disallowed: the safe side).
+        maxsize = settings.getint("DOWNLOAD_MAXSIZE")
+        self.maxsize = max(maxsize, ROBOTS_MAX_BYTES) if maxsize else 0
+        self.parsers: dict[str, RobotParser | Deferred[RobotParser]] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RobotsTxtMiddleware:
+        return cls(crawler)
+
+    async def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        if request.meta.get("dont_obey_robotstxt") or not request.url.startswith("http"):
+            return
+        rp = await self.robot_parser(site_key(request.url))
+        if not rp.allowed(request.url, self.user_agent):
+            logger.debug("Forbidden by robots.txt: %s", request.url)
+            self.stats.inc_value("robotstxt/forbidden")
+            raise IgnoreRequest("Forbidden by robots.txt")
+
+    async def robot_parser(self, key: str) -> RobotParser:
+        """The rules of the site ``key`` (:func:`site_key`), fetched once, on first use."""
+        if key not in self.parsers:
+            self.parsers[key] = Deferred()
             try:
-                try:
-                    response = await self.crawler.engine.download_async(robots_request)
-                except DOWNLOAD_FAILURES as exc:  # no answer: "unreachable" (RFC 9309 2.3.1.4)
-                    self._robots_error(exc, key)
-                else:
-                    await self._parse_robots(response, key, request)
+                await self._fetch(key)
             except Exception:
                 # A defect, raised and counted as an error; the requests waiting for this host's
                 # rules must not hang on it, so they are answered on the safe side first.
-                if isinstance(self._parsers[key], Deferred):
+                if isinstance(self.parsers[key], Deferred):
                     self._disallow_host(key, "could not be read")
                 raise
-            finally:
-                self._stats.inc_value("robotstxt/request_count")
-        parser = self._parsers[key]
+        parser = self.parsers[key]
         if isinstance(parser, Deferred):
             return await maybe_deferred_to_future(parser)
         return parser
 
-    async def _parse_robots(self, response: Response, key: str, request: Request) -> None:
+    async def _fetch(self, key: str) -> None:
+        request = Request(
+            f"{key}/robots.txt",
+            priority=self.DOWNLOAD_PRIORITY,
+            callback=NO_CALLBACK,
+            meta={"dont_obey_robotstxt": True, "download_maxsize": self.maxsize},
+        )
+        self.stats.inc_value("robotstxt/request_count")
+        assert self.crawler.engine is not None
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except DOWNLOAD_FAILURES as exc:  # no answer: "unreachable" (RFC 9309 2.3.1.4)
+            self._disallow_host(key, f"could not be fetched ({exc.__class__.__name__}: {exc})")
+            return
+        self.stats.inc_value("robotstxt/response_count")
+        self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         if response.status >= 500:
             self._disallow_host(key, f"answered {response.status}")
             return
-        body = robots_rules(response.status, response.body)
-        await super()._parse_robots(response.replace(body=body), key, request)
+        rp = self._parsed(key, robots_rules(response.status, response.body))
+        await self.crawler.signals.send_catch_log_async(
+            signal=signals.robots_parsed, robotparser=rp, request=request
+        )
         # A robots.txt that redirects to another site's robots.txt (http to https, most often)
         # brought that site's rules too: they are not fetched a second time.
         final = site_key(response.url)
-        if final != key and response.url == f"{final}/robots.txt" and final not in self._parsers:
-            self._parsers[final] = self._parsers[key]
+        if final != key and response.url == f"{final}/robots.txt" and final not in self.parsers:
+            self.parsers[final] = rp
 
-    def _robots_error(self, exc: Exception, key: str) -> None:
-        self._disallow_host(key, f"could not be fetched ({exc.__class__.__name__}: {exc})")
+    def _parsed(self, key: str, body: bytes) -> RobotParser:
+        rp: RobotParser = build_from_crawler(self.parser_class, self.crawler, body)
+        pending = self.parsers[key]
+        self.parsers[key] = rp
+        if isinstance(pending, Deferred):
+            pending.callback(rp)
+        return rp
 
     def _disallow_host(self, key: str, why: str) -> None:
         logger.warning("robots.txt of %s %s: the host is disallowed for this crawl", key, why)
-        self._stats.inc_value("tarantula/robots/unavailable")
-        rp: RobotParser = build_from_crawler(self._parserimpl, self.crawler, _DISALLOW_ALL)
-        pending = self._parsers[key]
-        self._parsers[key] = rp
-        if isinstance(pending, Deferred):
-            pending.callback(rp)
-
-    def _useragent(self) -> str:
-        return self._robotstxt_useragent or self._default_useragent
+        self.stats.inc_value("tarantula/robots/unavailable")
+        self._parsed(key, _DISALLOW_ALL)
 
     def known(self, url: str) -> bool | None:
-        """Whether robots.txt lets the crawler fetch ``url``, when the host's rules are known
+        """Whether robots.txt lets the crawler fetch ``url``, when the site's rules are known
         already; None when they must be fetched first (see :meth:`allowed`)."""
-        rp = self._parsers.get(site_key(url))
+        rp = self.parsers.get(site_key(url))
         if rp is None or isinstance(rp, Deferred):
             return None
-        return rp.allowed(url, self._useragent())
+        return rp.allowed(url, self.user_agent)
 
     async def allowed(self, url: str) -> bool:
         """Whether robots.txt lets the crawler fetch the absolute ``url`` (fetching robots.txt if needed)."""
         answer = self.known(url)
         if answer is not None:
             return answer
-        rp = await self.robot_parser(Request(url, meta={"dont_obey_robotstxt": True}))
-        return rp is None or rp.allowed(url, self._useragent())
+        rp = await self.robot_parser(site_key(url))
+        return rp.allowed(url, self.user_agent)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest
+
+from tarantula.meta import URL
+from tarantula.context import context_of
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -32,16 +35,13 @@ class ScopeMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ScopeMiddleware:
-        rules = getattr(crawler.spider, "rules", None)
-        if rules is None:
-            raise NotConfigured("the spider has no Tarantula URL rules")
-        return cls(rules, crawler.stats)
+        return cls(context_of(crawler).rules, crawler.stats)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         meta = request.meta
         if meta.get("dont_obey_robotstxt"):
             return  # robots.txt itself
-        if meta.get("tarantula_url") == request.url and "redirect_urls" not in meta:
+        if meta.get(URL) == request.url and "redirect_urls" not in meta:
             return  # a link the spider checked already
         verdict = self.rules.check(request.url)
         rule = verdict.rule

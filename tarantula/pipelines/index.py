@@ -11,45 +11,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import NotConfigured
-
+from tarantula.context import CrawlContext, context_of
+from tarantula.core.documents import StoredDocument
 from tarantula.core.index import format_record
-from tarantula.core.state import StoredDocument
 from tarantula.items import Document
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-    from tarantula.spiders.tarantula import TarantulaSpider
-
-INDEX_NAME = "index.txt"
-
 
 class IndexPipeline:
-    def __init__(self, crawler: Crawler, spider: TarantulaSpider) -> None:
+    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
         self.stats = crawler.stats
-        self.state = spider.state
+        self.documents = context.documents
+        self.frontier = context.frontier
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
-        if getattr(crawler.spider, "state", None) is None:
-            raise NotConfigured("the index pipeline needs the tarantula spider")
-        return cls(crawler, crawler.spider)  # type: ignore[arg-type]
+        return cls(crawler, context_of(crawler))
 
     def process_item(self, item: object, spider: Spider | None = None) -> object:
         if not isinstance(item, Document):
             return item
         if item.unchanged:
-            self.state.keep(item.url)
+            self.documents.keep(item.url)
+            self.frontier.ack(item.url, "unchanged")
             item.status = "unchanged"
         else:
             assert item.path is not None and item.md5 is not None, "the mirror pipeline runs first"
             record = format_record(item.record())
-            self.state.store(
+            self.documents.store(
                 StoredDocument(item.url, item.path, item.md5, item.last_modified, item.etag, record)
             )
+            self.frontier.ack(item.url, "stored")
             self.stats.inc_value("tarantula/index/records")
-        if self.state.generation > 1:
+        if self.frontier.generation > 1:
             self.stats.inc_value(f"tarantula/recrawl/{item.status}")
         return item

@@ -24,8 +24,8 @@ import logging
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import DropItem, NotConfigured
-from scrapy.utils.defer import _schedule_coro
+from scrapy.exceptions import DropItem
+from scrapy.utils.defer import deferred_from_coro
 
 from tarantula.core.mirror import (
     UNKNOWN_TYPE_EXTENSION,
@@ -36,62 +36,56 @@ from tarantula.core.mirror import (
     store_path,
     write_atomic,
 )
+from tarantula.context import CrawlContext, context_of
 from tarantula.items import Document
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-    from tarantula.spiders.tarantula import TarantulaSpider
-
 logger = logging.getLogger(__name__)
 
 
 class MirrorPipeline:
-    def __init__(self, crawler: Crawler, spider: TarantulaSpider) -> None:
+    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.state = spider.state
-        self.repository = spider.config.repository
-        self.limit = max(spider.config.max_page_number, 0)
+        self.documents = context.documents
+        self.frontier = context.frontier
+        self.repository = context.repository.root
+        self.limit = max(context.config.max_page_number, 0)
         self.stored = 0
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MirrorPipeline:
-        if getattr(crawler.spider, "state", None) is None:
-            raise NotConfigured("the mirror pipeline needs the tarantula spider")
-        return cls(crawler, crawler.spider)  # type: ignore[arg-type]
+        return cls(crawler, context_of(crawler))
 
     def open_spider(self, spider: Spider | None = None) -> None:
         self.repository.mkdir(parents=True, exist_ok=True)
-        self.stored = self.state.document_count()
+        self.stored = self.documents.count()
 
     def process_item(self, item: object, spider: Spider | None = None) -> object:
         if not isinstance(item, Document) or item.unchanged:
             return item
         md5 = item.md5 or hashlib.md5(item.body, usedforsecurity=False).hexdigest()
-        existing = self.state.document(item.url)
+        existing = self.documents.document(item.url)
         if existing is not None and existing.md5 == md5:
             # A 200 with the same body (recrawl): the copy stays as it is; the index pipeline still
             # replaces the record, whose validators and dates are the new answer's (SPEC 8).
             item.status, item.path, item.md5 = "unchanged", existing.path, md5
             return item
         if existing is None and self.limit and self.stored >= self.limit:
-            self.stats.inc_value("tarantula/documents/over-limit")
-            self.state.release_content(md5, item.url)
-            self.state.finish(item.url, "over-limit")
+            self._drop(item, md5, "over-limit")
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
         try:
             relpath = PurePosixPath(existing.path) if existing else self._free_path(item)
             write_atomic(store_path(self.repository, relpath), item.body, sync=False)
         except (UnsafePath, OSError) as exc:
             # SPEC 6: a document that cannot be stored costs itself only.
-            self.stats.inc_value("tarantula/documents/unsafe-path")
-            self.state.release_content(md5, item.url)
-            self.state.finish(item.url, "unsafe-path")
+            self._drop(item, md5, "unsafe-path")
             logger.warning("Not stored %s: %s", item.url, exc)
             raise DropItem(f"cannot store safely: {exc}") from exc
-        self.state.files_written = True
+        self.documents.wrote_file()
         item.path, item.md5 = relpath.as_posix(), md5
         item.status = "new" if existing is None else "changed"
         self.stats.inc_value("tarantula/documents/stored")
@@ -100,8 +94,14 @@ class MirrorPipeline:
             self.stored += 1
             if self.limit and self.stored >= self.limit and self.crawler.engine:
                 logger.info("max-page-number (%d) reached: closing", self.limit)
-                _schedule_coro(self.crawler.engine.close_spider_async(reason="max-page-number"))
+                deferred_from_coro(self.crawler.engine.close_spider_async(reason="max-page-number"))
         return item
+
+    def _drop(self, item: Document, md5: str, why: str) -> None:
+        """The document is not stored: its URL is done, and its claim on the content released."""
+        self.stats.inc_value(f"tarantula/documents/{why}")
+        self.documents.release(md5, item.url)
+        self.frontier.ack(item.url, why)
 
     def _free_path(self, item: Document) -> PurePosixPath:
         """The document's mirror path, made distinct when another URL's copy holds that name."""
@@ -110,5 +110,5 @@ class MirrorPipeline:
         relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
         # A file where a folder is needed, or the other way round (`/a.pdf` and `/a.pdf/b.html`).
         relpath = clash_free(self.repository, relpath, item.url)
-        owner = self.state.path_owner(relpath.as_posix())
+        owner = self.documents.path_owner(relpath.as_posix())
         return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)

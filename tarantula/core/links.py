@@ -1,0 +1,120 @@
+"""Which of a page's links are listed in its index record and which are fetched (SPEC 5, 6, 7.2).
+
+Two steps, both pure. :func:`resolve_links` resolves each ``href`` against the page's base and runs
+it through the crawl's URL rules; robots.txt comes next, and needs the network, so its verdicts
+are looked up by the caller for every site the candidates name (:func:`sites`) and passed in to
+:func:`plan_links`, which decides the rest. ``scrapy explain`` runs the same two steps for the URLs
+it is given.
+
+>>> from pathlib import Path
+>>> from tarantula.core.config import CrawlConfig
+>>> from tarantula.core.rules import UrlRules
+>>> rules = UrlRules(CrawlConfig(path=Path("c"), starting_points=("http://a.org/",)))
+>>> found = resolve_links("http://a.org/x/", None, [("p.html", "P"), ("http://b.org/", "B"), ("mailto:m", "")], rules)
+>>> [link.url for link in found.links], found.drops
+(['http://a.org/x/p.html'], [('scope', 'http://b.org/'), ('scheme', 'mailto:m')])
+>>> plan = plan_links(found.links, rules, robots=lambda url: True, seen=lambda url: False, depth=1)
+>>> plan.listed, [link.url for link in plan.fetch]
+([('http://a.org/x/p.html', 'P')], ['http://a.org/x/p.html'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tarantula.core.rules import UrlRules, Verdict
+from tarantula.core.urls import LinkResolver, UrlRejected, join_url
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A link that passed the URL rules."""
+
+    position: int  # in the page's links (a step of the dfs path)
+    url: str  # normalized
+    absolute: str  # as resolved, before normalization: the index's originalurl
+    anchor: str
+    verdict: Verdict
+
+
+@dataclass
+class Found:
+    links: list[Link] = field(default_factory=list)
+    drops: list[tuple[str, str]] = field(default_factory=list)  # (rule, URL or href as written)
+
+
+@dataclass
+class LinkPlan:
+    listed: list[tuple[str, str]] = field(default_factory=list)  # (link, anchor), for the index
+    fetch: list[Link] = field(default_factory=list)  # new links worth a request
+    drops: list[tuple[str, str]] = field(default_factory=list)  # (rule, URL)
+
+
+def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[str, str]],
+                  rules: UrlRules, max_outlinks: int = 0) -> Found:  # fmt: skip
+    """Resolve ``hrefs`` (``(href, anchor)`` in document order) against the page's base (its
+    ``<base href>``, else its URL) and keep those the URL rules let through; the rest are drops, a
+    page's links past ``max_outlinks`` too."""
+    found = Found()
+    base = page_url
+    if base_href:
+        with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
+            base = join_url(page_url, base_href)
+    if max_outlinks and len(hrefs) > max_outlinks:
+        found.drops += [("too-many-outlinks", href) for href, _ in hrefs[max_outlinks:]]
+        hrefs = hrefs[:max_outlinks]
+    join = LinkResolver(base).join
+    check = rules.check
+    for position, (href, anchor) in enumerate(hrefs):
+        try:
+            absolute = join(href)
+        except UrlRejected:
+            found.drops.append(("invalid", href))
+            continue
+        verdict = check(absolute, href)
+        if verdict.url is None or not verdict.listed:
+            found.drops.append((verdict.rule or "invalid", absolute))
+            continue
+        found.links.append(Link(position, verdict.url, absolute, anchor, verdict))
+    return found
+
+
+def plan_links(links: Sequence[Link], rules: UrlRules, *, robots: Callable[[str], bool],
+               seen: Callable[[str], bool], depth: int, max_depth: int = 0) -> LinkPlan:  # fmt: skip
+    """Split the links that passed the URL rules into the listed ones and those to fetch.
+
+    ``robots`` says whether robots.txt allows a normalized URL (its site's rules are known by
+    now); ``seen`` whether the frontier knows it already; ``depth`` is the links' distance from
+    the seeds. A link is listed when robots.txt allows it; it is fetched, once, when it is also
+    new, passes the guards against endless URL spaces, is within ``max_depth`` and may be worth
+    fetching (SPEC 5).
+    """
+    plan = LinkPlan()
+    too_deep = 0 < max_depth < depth
+    queued: set[str] = set()
+    for link in links:
+        url = link.url
+        if not robots(url):
+            plan.drops.append(("robots", url))
+            continue
+        plan.listed.append((url, link.anchor))
+        if url in queued or seen(url):
+            continue
+        rule = link.verdict.rule  # a guard: listed, never fetched
+        if rule is None and too_deep:
+            rule = "max-depth"
+        if rule is None and not rules.worth_fetching(url):
+            rule = "not-accepted"
+        if rule is not None:
+            plan.drops.append((rule, url))
+            continue
+        queued.add(url)
+        plan.fetch.append(link)
+    return plan
+
+
+def sites(links: Sequence[Link], key: Callable[[str], str]) -> dict[str, str]:
+    """One URL of each site (by ``key``, the robots.txt site of a URL) that ``links`` name."""
+    return {key(link.url): link.url for link in links}

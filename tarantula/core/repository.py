@@ -1,0 +1,98 @@
+"""A crawl's repository: where its outputs live, and what each run does to them (SPEC 7, 8).
+
+    <repository>/
+      index.txt           the index (SPEC 7.2)
+      duplicates.tsv      exact duplicates: duplicate URL, TAB, the stored original's URL
+      .tarantula/state.db the crawl state (:mod:`tarantula.core.state`)
+      <host>[:<port>]/... the mirror (:mod:`tarantula.core.mirror`)
+
+A fresh crawl starts both files empty and grows them as documents are committed; a resume rewrites
+them from the state first (a kill may have cut a tail) and sweeps the temporary files a kill left;
+a recrawl rewrites them at its end, one record per stored document. Whether a run is due at all is
+:meth:`Repository.next_recrawl`, the one place that reads the period.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tarantula.core.mirror import sweep_temporary
+from tarantula.core.state import CrawlState, Run, last_run_at
+
+logger = logging.getLogger(__name__)
+
+INDEX_NAME = "index.txt"
+DUPLICATES_NAME = "duplicates.tsv"
+STATE_FOLDER = ".tarantula"
+STATE_NAME = "state.db"
+#: Top-level names of the repository that are not mirrored documents.
+OWN_NAMES = frozenset({INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER})
+
+
+@dataclass(frozen=True)
+class Repository:
+    root: Path
+
+    @property
+    def index(self) -> Path:
+        return self.root / INDEX_NAME
+
+    @property
+    def duplicates(self) -> Path:
+        return self.root / DUPLICATES_NAME
+
+    @property
+    def state_path(self) -> Path:
+        return self.root / STATE_FOLDER / STATE_NAME
+
+    def last_run(self) -> Run | None:
+        """The latest run, read without opening the state for writing (None: never crawled)."""
+        return last_run_at(self.state_path)
+
+    def next_recrawl(
+        self, period_hours: float, now: float | None = None
+    ) -> tuple[Run, float] | None:
+        """When the last crawl is complete and ``period_hours`` have not passed since it began:
+        that run and the time the next recrawl is due. None when there is work to do now."""
+        last = self.last_run()
+        if last is None or not last.complete:
+            return None
+        due = last.crawl_started + period_hours * 3600
+        return (last, due) if (time.time() if now is None else now) < due else None
+
+    def open_state(self, traversal: str, *, in_memory: bool = False) -> CrawlState:
+        """The crawl state of this repository (in memory for runs that keep nothing)."""
+        return CrawlState(None if in_memory else self.state_path, traversal)
+
+    def begin_run(self, state: CrawlState) -> Run:
+        """Start a run in ``state`` and make the outputs ready for it."""
+        run = state.begin()
+        if state.db.path is None:  # in memory: no files
+            return run
+        documents = state.documents
+        self.root.mkdir(parents=True, exist_ok=True)
+        documents.folder = self.root
+        documents.index_path = self.index
+        documents.duplicates_path = self.duplicates
+        if run.kind == "crawl":
+            self.index.write_bytes(b"")
+            self.duplicates.write_bytes(b"")
+        elif run.kind == "resume":
+            documents.rewrite_outputs()  # drops anything a crash left past the state
+            swept = sweep_temporary(self.root)
+            if swept:
+                logger.info("Removed %d temporary files left by an interrupted run", swept)
+        documents.append = run.generation == 1
+        logger.info("Run %d: %s (generation %d)", run.id, run.kind, run.generation)
+        return run
+
+    def end_run(self, state: CrawlState, reason: str) -> None:
+        """Close the run: a recrawl's outputs are rewritten from the state, then it is closed."""
+        state.end(reason)
+        if state.generation > 1 and state.db.path is not None:
+            count = state.documents.rewrite_outputs()
+            logger.info("Index rewritten: %d records", count)
+        state.close()

@@ -1,0 +1,74 @@
+"""Tarantula's requests: the ``Request.meta`` keys its components share, and how a request for a
+URL of the frontier is built (one place, for seeds, links and URLs handed out again).
+
+========================= =========================================================================
+key                       meaning
+========================= =========================================================================
+``tarantula_url``         the normalized URL the request is for (set by whoever built it)
+``tarantula_origin``      the URL as first discovered: the index's originalurl
+``tarantula_path``        dfs: the link positions that lead to the URL from a seed
+``tarantula_render``      the page is to be rendered in a browser (render-list, SPEC 10)
+``tarantula_host``        the politeness host the frontier handed the request out for; the
+                          politeness middleware takes it off when it reports the request over
+``tarantula_downloaded``  render middleware: the downloaded answer a browser page is served
+``tarantula_page``        render middleware: the browser page of a rendering, closed if it hangs
+========================= =========================================================================
+
+``depth`` is Scrapy's own key (DepthMiddleware keeps it up to date).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+
+from tarantula.core.frontier import dfs_path
+from tarantula.core.index import parse_index
+
+if TYPE_CHECKING:
+    from tarantula.context import CrawlContext
+    from tarantula.core.frontier import Entry
+
+URL = "tarantula_url"
+ORIGIN = "tarantula_origin"
+PATH = "tarantula_path"
+RENDER = "tarantula_render"
+HOST = "tarantula_host"
+DOWNLOADED = "tarantula_downloaded"
+PAGE = "tarantula_page"
+
+Callback = Callable[..., Any]
+
+
+def new_request(context: CrawlContext, url: str, original: str, depth: int,
+                path: tuple[int, ...], callback: Callback, errback: Callback) -> Request:  # fmt: skip
+    """A request for a seed or for a link found in a page (``url`` normalized)."""
+    meta: dict[str, Any] = {URL: url, ORIGIN: original, "depth": depth}
+    if context.frontier.dfs:
+        meta[PATH] = path
+    if context.rules.render and context.rules.renders(url):
+        meta[RENDER] = True
+    return Request(url, callback=callback, errback=errback, meta=meta)
+
+
+def entry_request(context: CrawlContext, entry: Entry, callback: Callback,
+                  errback: Callback) -> Request:  # fmt: skip
+    """The request for a URL the frontier hands out. In a recrawl a stored document is asked for
+    with its validators (SPEC 8): ``If-None-Match`` with its ETag, and ``If-Modified-Since`` with
+    its Last-Modified or, without one, the Date it was stored with; a 304 goes to the callback."""
+    path = dfs_path(entry.key) if context.frontier.dfs else ()
+    request = new_request(context, entry.url, entry.original, entry.depth, path, callback, errback)
+    if entry.extra:
+        request.meta.update(json.loads(entry.extra))
+    request.meta[HOST] = entry.host
+    if context.frontier.generation > 1 and (doc := context.documents.document(entry.url)):
+        since = doc.last_modified or next(parse_index(doc.record)).server_date
+        if since:
+            request.headers["If-Modified-Since"] = since
+        if doc.etag:
+            request.headers["If-None-Match"] = doc.etag
+        request.meta["handle_httpstatus_list"] = [304]
+    return request
