@@ -39,7 +39,14 @@ from w3lib.encoding import http_content_type_encoding, read_bom
 
 from tarantula.configure import crawl_settings
 from tarantula.core.config import CrawlConfig, load_config
-from tarantula.core.document import doc_type, encoding_label, is_text, parse_html, pdf_title
+from tarantula.core.document import (
+    codec_for_label,
+    doc_type,
+    encoding_label,
+    is_text,
+    parse_html,
+    pdf_title,
+)
 from tarantula.core.filters import extension
 from tarantula.core.index import parse_index
 from tarantula.core.mirror import sweep_temporary
@@ -364,7 +371,7 @@ class TarantulaSpider(Spider):
         fields = doc.record.split("\n", 1)[0].split("\t")
         if fields[5] == "html":
             body = (self.config.repository / doc.path).read_bytes()
-            encoding = fields[4] if fields[4] != "-" else "utf-8"
+            encoding = codec_for_label(fields[4]) or "utf-8"
             page = parse_html(body.decode(encoding, "replace"))
             async for request in self._follow(response, page.base, page.links, []):
                 yield request
