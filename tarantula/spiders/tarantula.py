@@ -38,7 +38,7 @@ from tarantula import meta
 from tarantula.configure import configure
 from tarantula.context import CrawlContext, attach
 from tarantula.core.config import CrawlConfig, load_config
-from tarantula.core.document import parse_html
+from tarantula.core.document import codec_for_label, parse_html
 from tarantula.core.index import parse_index
 from tarantula.core.links import plan_links, resolve_links, sites
 from tarantula.core.urls import url_md5
@@ -223,7 +223,7 @@ class TarantulaSpider(Spider):
         record = next(parse_index(doc.record))
         if record.type == "html":
             body = (self.context.repository.root / doc.path).read_bytes()
-            page = parse_html(body.decode(record.encoding or "utf-8", "replace"))
+            page = parse_html(body.decode(codec_for_label(record.encoding) or "utf-8", "replace"))
             async for request in self._follow(response, page.base, page.links, []):
                 yield request
         yield Document(url=url, original_url=record.original_url, url_md5=record.url_md5, title=None,
