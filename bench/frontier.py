@@ -50,16 +50,17 @@ def replay_tarantula(graph: list[list[int]], folder: Path | None) -> int:
 
     state = CrawlState(folder / "state.db" if folder else None, "bfs")
     state.begin()
-    state.push(url(0), url(0), 0)
+    frontier = state.frontier
+    frontier.push(url(0), url(0), 0)
     done = 0
     last_commit = time.monotonic()
-    while (entry := state.pop()) is not None:
+    while (entry := frontier.lease()) is not None:
         page = int(entry.url.rsplit("/", 1)[1][:7])
         for link in graph[page]:
             target = url(link)
-            if not state.seen(target):
-                state.push(target, target, entry.depth + 1)
-        state.finish(entry.url, "stored")
+            if not frontier.seen(target):
+                frontier.push(target, target, entry.depth + 1)
+        frontier.ack(entry.url, "stored")
         done += 1
         if folder and time.monotonic() - last_commit > 0.5:
             state.commit()

@@ -79,6 +79,8 @@ def configure(settings: Settings, config: CrawlConfig) -> None:
     add_mappings(config.resolve, config.resolve_only)
     resolver = installed_resolver()
     mapping, only = (
-        (resolver.mapping, resolver.only) if resolver else (dict(config.resolve), config.resolve_only)
+        (resolver.mapping, resolver.only)
+        if resolver
+        else (dict(config.resolve), config.resolve_only)
     )
     settings.setdict(render_settings(config, mapping, only), priority="spider")

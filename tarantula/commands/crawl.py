@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -29,10 +28,10 @@ from scrapy.exceptions import UsageError
 from tarantula.commands import load_or_report, tell
 from tarantula.configure import log_settings
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
-from tarantula.core.state import CrawlState
+from tarantula.core.repository import Repository
 from tarantula.extensions.summary import CrawlSummary
 from tarantula.logformatter import demote_banner
-from tarantula.spiders.tarantula import TarantulaSpider, state_path
+from tarantula.spiders.tarantula import TarantulaSpider
 
 if TYPE_CHECKING:
     import argparse
@@ -41,14 +40,12 @@ if TYPE_CHECKING:
 
 
 def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
-    """A sentence saying when the next recrawl is due, when the last crawl is complete and the
-    period has not passed yet; None when there is work to do (SPEC 8)."""
-    last = CrawlState.last_run_of(state_path(config))
-    if last is None or not last.complete:
+    """A sentence saying when the next recrawl is due, when the last crawl is complete and it is
+    not due yet; None when there is work to do (SPEC 8)."""
+    waiting = Repository(config.repository).next_recrawl(config.period, now)
+    if waiting is None:
         return None
-    due = last.crawl_started + config.period * 3600
-    if (time.time() if now is None else now) >= due:
-        return None
+    last, due = waiting
 
     def when(t: float) -> str:
         return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")

@@ -18,7 +18,8 @@ from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report
 from tarantula.core.config import CrawlConfig
-from tarantula.core.rules import UrlRules, explain
+from tarantula.core.links import explain
+from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.downloadermiddlewares.robotstxt import robots_rules
 from tarantula.resolver import lookup

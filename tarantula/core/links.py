@@ -24,8 +24,9 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tarantula.core.rules import UrlRules, Verdict
-from tarantula.core.urls import LinkResolver, UrlRejected, join_url
+from tarantula.core.rules import RULE_HELP, UrlRules, Verdict
+from tarantula.core.scope import origin
+from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +119,76 @@ def plan_links(links: Sequence[Link], rules: UrlRules, *, robots: Callable[[str]
 def sites(links: Sequence[Link], key: Callable[[str], str]) -> dict[str, str]:
     """One URL of each site (by ``key``, the robots.txt site of a URL) that ``links`` name."""
     return {key(link.url): link.url for link in links}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What the crawl would do with one URL, and the rule behind each answer."""
+
+    url: str
+    normalized: str | None
+    fetched: str  # "yes" / "no"
+    stored: str
+    listed: str
+    reasons: tuple[str, ...]
+
+
+def _why(rule: str) -> str:
+    return f"rule {rule}: {RULE_HELP.get(rule, rule)}"
+
+
+def explain(rules: UrlRules, url: str, robots_allowed: bool | None = None) -> Explanation:
+    """What the crawl would do with ``url`` as a link of a page: the same two steps as the crawl
+    (:func:`resolve_links`, :func:`plan_links`), offline; ``robots_allowed`` is robots.txt's answer
+    when known. Depth and duplicate content depend on the crawl itself and are not judged here."""
+    found = resolve_links(url, None, [(url, "")], rules)
+    if found.drops:
+        rule = found.drops[0][0]
+        normalized = rules.check(url).url
+        return Explanation(
+            url, normalized, "no", "no", "no", (f"rule {rule}: {RULE_HELP.get(rule, rule)}",)
+        )
+    (link,) = found.links
+    normalized = link.url
+    plan = plan_links(found.links, rules, robots=lambda u: robots_allowed is not False,
+                      seen=lambda u: False, depth=0)  # fmt: skip
+    if not plan.listed:
+        return Explanation(url, normalized, "no", "no", "no", ("robots.txt disallows it",))
+    reasons = [] if robots_allowed is not None else ["robots.txt not checked (use --robots)"]
+    listed = "yes" if robots_allowed else "yes, unless robots.txt disallows it"
+    guard = link.verdict.rule
+    if guard is not None:  # a guard: listed as a link, never fetched
+        return Explanation(
+            url,
+            normalized,
+            "no",
+            "no",
+            listed,
+            (f"rule {guard}: {RULE_HELP.get(guard, guard)}", *reasons),
+        )
+    if rules.renders(normalized):
+        reasons.append("rendered in a browser if it is an HTML page: a render-list pattern matches")
+    fetched = "yes" if plan.fetch else "no"
+    name = file_name(origin(normalized).path)
+    if "." not in name.lstrip("."):
+        accepted = {
+            ext: rules.accepts(normalized, f"{name}.{ext}") for ext in ("html", "pdf", "txt")
+        }
+        stored = "decided after the download, by type: " + ", ".join(
+            f"{name}.{ext} {'yes' if ok else 'no'}" for ext, ok in accepted.items()
+        )
+        reasons.append("no extension: fetched, as it may be an HTML page")
+        return Explanation(url, normalized, fetched, stored, listed, tuple(reasons))
+    accepted_now = rules.accepts(normalized, name)
+    if accepted_now:
+        how = (
+            "the accept list is empty" if not rules.filters.accept else "an accept pattern matches"
+        )
+        reasons.append(f"accepted: {how}")
+    elif plan.fetch:
+        reasons.append("not accepted, but fetched for its links: its name may be an HTML page")
+    else:
+        reasons.append("rule not-accepted: neither accepted nor possibly an HTML page")
+    return Explanation(
+        url, normalized, fetched, "yes" if accepted_now else "no", listed, tuple(reasons)
+    )

@@ -23,6 +23,7 @@ A host that fails ``host_failures`` times in a row (timeouts, connection errors)
 from __future__ import annotations
 
 import email.utils
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,7 +35,7 @@ class Host:
     in_flight: int = 0
     due: float = 0.0  # monotonic time of the next allowed request
     crawl_delay: float = 0.0
-    last_start: float = 0.0  # when the latest request actually went out
+    last_start: float = -math.inf  # when the latest request went out (or may go, reserved)
     failures: int = 0  # consecutive
     backoffs: int = 0  # consecutive
     dropped: bool = False
@@ -116,12 +117,20 @@ class Politeness:
         host.requests += 1
         host.due = max(host.due, now + self.gap(name))
 
-    def sent(self, name: str, now: float) -> None:
-        """A request handed out is going on the wire now (after robots.txt and the other checks):
-        the gap counts from here."""
+    def reserve(self, name: str, now: float) -> float:
+        """A request to ``name`` is about to go on the wire (after robots.txt and the other
+        checks): the time it may go, at least the gap after the one before (robots.txt requests
+        included, which the frontier does not hand out); the next gap counts from it.
+
+        >>> p = Politeness(delay=1.0, concurrency=2)
+        >>> p.reserve("h", 10.0), p.reserve("h", 10.2), p.reserve("h", 13.0), p.due("h")
+        (10.0, 11.0, 13.0, 14.0)
+        """
         host = self.host(name)
-        host.last_start = now
-        host.due = max(host.due, now + self.gap(name))
+        start = max(now, host.last_start + self.gap(name))
+        host.last_start = start
+        host.due = max(host.due, start + self.gap(name))
+        return start
 
     def set_crawl_delay(self, name: str, seconds: float) -> None:
         """robots.txt asks for ``seconds`` between requests; it applies from the latest request."""

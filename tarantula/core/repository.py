@@ -4,6 +4,7 @@
       index.txt           the index (SPEC 7.2)
       duplicates.tsv      exact duplicates: duplicate URL, TAB, the stored original's URL
       .tarantula/state.db the crawl state (:mod:`tarantula.core.state`)
+      .tarantula/stats.json the last run's stats (Scrapy's, as JSON)
       <host>[:<port>]/... the mirror (:mod:`tarantula.core.mirror`)
 
 A fresh crawl starts both files empty and grows them as documents are committed; a resume rewrites
@@ -15,6 +16,7 @@ a recrawl rewrites them at its end, one record per stored document. Whether a ru
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +30,50 @@ INDEX_NAME = "index.txt"
 DUPLICATES_NAME = "duplicates.tsv"
 STATE_FOLDER = ".tarantula"
 STATE_NAME = "state.db"
+STATS_NAME = "stats.json"  # the last run's final Scrapy stats, in the state folder
 #: Top-level names of the repository that are not mirrored documents.
 OWN_NAMES = frozenset({INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER})
+
+
+#: Seconds to wait before resuming a crawl that ended unfinished, but for the time limit.
+RESUME_PAUSE = 5.0
+
+#: Scrapy's close reason when ``CLOSESPIDER_TIMEOUT`` (the configuration's ``time-limit``) expires.
+TIME_LIMIT_REASON = "closespider_timeout"
+
+
+def next_run_at(last: Run | None, period: float, now: float) -> float:
+    """When the next run is due, once a run has ended (``period`` in hours, times in seconds).
+
+    After a complete crawl (a recrawl is next) or a run that ended at its time limit (a resume is
+    next): at the crawl's start plus the first whole number of periods that ends after the run, so
+    that a period never holds more crawling than one run's time limit. A crawl that completes
+    within its first period is recrawled ``period`` after its start, as SPEC 8 says; one that
+    overran it waits for the next period rather than starting again at once. Any other unfinished
+    run (a crash, a kill) is due after :data:`RESUME_PAUSE`.
+
+    >>> def ended(reason, started, crawl_started=0.0):
+    ...     return Run(1, "crawl", 1, started, started + 60, reason, crawl_started)
+    >>> next_run_at(ended("finished", 0), period=1, now=600)  # an hour after the crawl's start
+    3600.0
+    >>> next_run_at(ended("closespider_timeout", 0), period=1, now=600)  # resumed then
+    3600.0
+    >>> next_run_at(ended("closespider_timeout", 3600), period=1, now=3700)  # that resume too
+    7200.0
+    >>> next_run_at(ended("finished", 3600), period=1, now=3700)  # then done: recrawled later
+    7200.0
+    >>> next_run_at(ended("killed", 0), period=1, now=600)  # a crash: resumed soon
+    605.0
+    >>> next_run_at(ended("closespider_timeout", 0), period=0, now=600)  # period 0: at once
+    600.0
+    """
+    if last is None or (not last.complete and last.reason != TIME_LIMIT_REASON):
+        return now + RESUME_PAUSE
+    seconds = period * 3600
+    periods = 1
+    if seconds > 0 and last.ended is not None:
+        periods = max(1, math.floor((last.ended - last.crawl_started) / seconds) + 1)
+    return float(max(now, last.crawl_started + periods * seconds))
 
 
 @dataclass(frozen=True)
@@ -48,6 +92,10 @@ class Repository:
     def state_path(self) -> Path:
         return self.root / STATE_FOLDER / STATE_NAME
 
+    @property
+    def stats_path(self) -> Path:
+        return self.root / STATE_FOLDER / STATS_NAME
+
     def last_run(self) -> Run | None:
         """The latest run, read without opening the state for writing (None: never crawled)."""
         return last_run_at(self.state_path)
@@ -55,13 +103,14 @@ class Repository:
     def next_recrawl(
         self, period_hours: float, now: float | None = None
     ) -> tuple[Run, float] | None:
-        """When the last crawl is complete and ``period_hours`` have not passed since it began:
-        that run and the time the next recrawl is due. None when there is work to do now."""
+        """When the last crawl is complete and its next recrawl is not due yet: that run and the
+        time the recrawl is due (:func:`next_run_at`). None when there is work to do now."""
+        now = time.time() if now is None else now
         last = self.last_run()
         if last is None or not last.complete:
             return None
-        due = last.crawl_started + period_hours * 3600
-        return (last, due) if (time.time() if now is None else now) < due else None
+        due = next_run_at(last, period_hours, now)
+        return (last, due) if now < due else None
 
     def open_state(self, traversal: str, *, in_memory: bool = False) -> CrawlState:
         """The crawl state of this repository (in memory for runs that keep nothing)."""

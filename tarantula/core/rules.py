@@ -170,67 +170,6 @@ def pathological(path: str, times: int = 3) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Explanation:
-    """What the crawl would do with one URL, and the rule behind each answer."""
-
-    url: str
-    normalized: str | None
-    fetched: str  # "yes" / "no" / "unknown"
-    stored: str
-    listed: str
-    reasons: tuple[str, ...]
-
-
-def explain(rules: UrlRules, url: str, robots_allowed: bool | None = None) -> Explanation:
-    """Run ``url`` through the rules offline; ``robots_allowed`` is robots.txt's answer when known.
-
-    Depth and duplicate content depend on the crawl itself and are not judged here.
-    """
-    verdict = rules.check(url)
-    why = f"rule {verdict.rule}: {RULE_HELP.get(verdict.rule or '', verdict.rule)}"
-    if verdict.url is None or not verdict.listed:
-        return Explanation(url, verdict.url, "no", "no", "no", (why,))
-    normalized = verdict.url
-    name = file_name(origin(normalized).path)
-    reasons = []
-    if robots_allowed is False:
-        return Explanation(url, normalized, "no", "no", "no", ("robots.txt disallows it",))
-    if robots_allowed is None:
-        reasons.append("robots.txt not checked (use --robots)")
-    listed = "yes" if robots_allowed else "yes, unless robots.txt disallows it"
-    if not verdict.passed:  # a guard: listed as a link, never fetched
-        return Explanation(url, normalized, "no", "no", listed, (why, *reasons))
-    if rules.renders(normalized):
-        reasons.append("rendered in a browser if it is an HTML page: a render-list pattern matches")
-    if "." not in name.lstrip("."):
-        accepted = {
-            ext: rules.accepts(normalized, f"{name}.{ext}") for ext in ("html", "pdf", "txt")
-        }
-        stored = "decided after the download, by type: " + ", ".join(
-            f"{name}.{ext} {'yes' if ok else 'no'}" for ext, ok in accepted.items()
-        )
-        reasons.append("no extension: fetched, as it may be an HTML page")
-        return Explanation(url, normalized, "yes", stored, listed, tuple(reasons))
-    accepted_now = rules.accepts(normalized, name)
-    fetched = rules.worth_fetching(normalized)
-    if accepted_now:
-        reasons.append(
-            "accepted: "
-            + (
-                "the accept list is empty"
-                if not rules.filters.accept
-                else "an accept pattern matches"
-            )
-        )
-    elif fetched:
-        reasons.append("not accepted, but fetched for its links: its name may be an HTML page")
-    else:
-        reasons.append("rule not-accepted: neither accepted nor possibly an HTML page")
-    return Explanation(url, normalized, "yes" if fetched else "no", "yes" if accepted_now else "no", listed,
-                       tuple(reasons))  # fmt: skip
-
-
 RULE_HELP = {
     "scheme": "only http and https URLs are crawled",
     "invalid": "not a well-formed absolute URL",

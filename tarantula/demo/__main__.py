@@ -13,8 +13,8 @@ from pathlib import Path
 
 from tarantula.contracts import DEMO_SITE
 from tarantula.core.config import load_config
+from tarantula.core.repository import Repository
 from tarantula.demo.server import SiteServer
-from tarantula.pipelines.index import INDEX_NAME
 
 PROJECT = Path(__file__).resolve().parents[2]
 DEMO_CONF = PROJECT / "conf" / "demo.conf"
@@ -27,7 +27,7 @@ def run(conf: Path) -> int:
         print(f"Serving the demo site on 127.0.0.1:{DEMO_PORT}; crawling with {conf}", flush=True)
         command = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
         status = subprocess.run(command, cwd=PROJECT).returncode
-    index = config.repository / INDEX_NAME
+    index = Repository(config.repository).index
     if index.exists():
         lines = index.read_text(encoding="utf-8").splitlines()
         print(

@@ -22,6 +22,7 @@ Stats: ``tarantula/hosts/dropped``, ``tarantula/hosts/backoffs``,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -71,16 +72,22 @@ class PolitenessMiddleware:
             self.politeness.set_crawl_delay(host, crawl_delay)
             logger.info("%s asks for a Crawl-delay of %s s", host, crawl_delay)
 
-    def process_request(self, request: Request, spider: Spider | None = None) -> None:
+    async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         host = request.meta.get(HOST)
         if host is None:
-            return
-        if self.politeness.dropped(host):
+            if not request.meta.get("dont_obey_robotstxt"):
+                return  # not the crawl's: a tool's request
+            host = urlparse_cached(request).hostname or ""  # robots.txt counts as a request too
+        elif self.politeness.dropped(host):
             self.stats.inc_value("tarantula/filtered/host-dropped")
             raise IgnoreRequest("host dropped")  # released in process_exception
-        # The request goes on the wire now: it passed robots.txt (whose rules it may have waited
-        # for), and the download slots add no wait of their own. The gap counts from here.
-        self.politeness.sent(host, time.monotonic())
+        # The request goes on the wire next: it passed robots.txt (whose rules it may have waited
+        # for, with others of its host), and the download slots add no wait of their own. It
+        # keeps the gap to the one before; the next gap counts from it.
+        now = time.monotonic()
+        start = self.politeness.reserve(host, now)
+        if start > now:
+            await asyncio.sleep(start - now)
 
     @staticmethod
     def _host(request: Request) -> tuple[str, bool]:

@@ -37,13 +37,14 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
 class RedirectMiddleware(ScrapyRedirectMiddleware):
-    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
-        super().__init__(crawler.settings, crawler)
-        self.context = context
+    context: CrawlContext
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectMiddleware:
-        return cls(crawler, context_of(crawler))
+        context = context_of(crawler)
+        middleware = super().from_crawler(crawler)
+        middleware.context = context
+        return middleware
 
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None

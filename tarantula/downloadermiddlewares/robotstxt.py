@@ -34,12 +34,12 @@ from scrapy.exceptions import (
 )
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.httpobj import urlparse_cached
-from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
 if TYPE_CHECKING:
-    from scrapy.http import Response
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
 
 logger = logging.getLogger(__name__)

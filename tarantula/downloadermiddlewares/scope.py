@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
 
-from tarantula.meta import URL
 from tarantula.context import context_of
+from tarantula.meta import URL
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

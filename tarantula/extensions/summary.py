@@ -14,20 +14,32 @@ counts apart from the responses to the crawl's own requests.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import pprint
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.exceptions import NotConfigured
 
+from tarantula.context import context_of
+from tarantula.core.repository import Repository
 from tarantula.core.summary import summary_text
-from tarantula.pipelines.index import INDEX_NAME
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+
+def write_stats(path: Path, stats: dict[str, Any]) -> None:
+    """The run's final stats as JSON, for tools and tests (values JSON cannot hold as text)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(stats, default=str, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, path)
 
 
 class _ErrorCollector(logging.Handler):
@@ -71,8 +83,13 @@ class CrawlSummary:
         logging.getLogger().removeHandler(self.collector)
         stats = self.crawler.stats.get_stats()
         stats.setdefault("finish_reason", reason)
-        config = getattr(self.crawler.spider, "config", None)
-        index = str(config.repository / INDEX_NAME) if config is not None else "-"
+        try:
+            repository: Repository | None = context_of(self.crawler).repository
+        except NotConfigured:
+            repository = None
+        index = str(repository.index) if repository is not None else "-"
         self.text = summary_text(stats, self.errors, index)
+        if repository is not None and repository.state_path.parent.is_dir():
+            write_stats(repository.stats_path, stats)
         logger.info("%s", self.text)
         logger.debug("Stats:\n%s", pprint.pformat(stats))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
+from tarantula.context import CrawlContext, context_of
 from tarantula.core.mirror import (
     UNKNOWN_TYPE_EXTENSION,
     UnsafePath,
@@ -36,7 +37,6 @@ from tarantula.core.mirror import (
     store_path,
     write_atomic,
 )
-from tarantula.context import CrawlContext, context_of
 from tarantula.items import Document
 
 if TYPE_CHECKING:

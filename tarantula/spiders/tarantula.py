@@ -42,8 +42,8 @@ from tarantula.core.document import codec_for_label, parse_html
 from tarantula.core.index import parse_index
 from tarantula.core.links import plan_links, resolve_links, sites
 from tarantula.core.urls import url_md5
-from tarantula.errors import cut_at_max_size
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware, site_key
+from tarantula.errors import cut_at_max_size
 from tarantula.items import Document
 from tarantula.reading import Reading, header, read_content, read_response
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tarantula.core.state import CrawlState, dfs_key, dfs_path
+from tarantula.core.frontier import dfs_key, dfs_path
+from tarantula.core.state import CrawlState
 
 
 def walk(traversal: str, graph: dict[str, list[str]], seeds: list[str]) -> list[str]:
@@ -13,16 +14,16 @@ def walk(traversal: str, graph: dict[str, list[str]], seeds: list[str]) -> list[
     state = CrawlState(None, traversal)
     state.begin()
     for number, seed in enumerate(seeds):
-        state.push(seed, seed, 0, dfs_key((number,)) if traversal == "dfs" else None)
+        state.frontier.push(seed, seed, 0, dfs_key((number,)) if traversal == "dfs" else None)
     order = []
-    while (entry := state.pop()) is not None:
+    while (entry := state.frontier.lease()) is not None:
         order.append(entry.url)
         path = dfs_path(entry.key)
         for i, link in enumerate(graph.get(entry.url, [])):
-            state.push(
+            state.frontier.push(
                 link, link, entry.depth + 1, dfs_key((*path, i)) if traversal == "dfs" else None
             )
-        state.finish(entry.url, "stored")
+        state.frontier.ack(entry.url, "stored")
     state.close()
     return order
 
@@ -80,25 +81,27 @@ def test_orders_match_reference_walks(graph, seeds):
 def test_handed_out_once_and_requeue_for_a_retry():
     state = CrawlState(None, "bfs")
     state.begin()
-    assert state.push("u", "u", 0)
-    assert not state.push("u", "u", 0)
-    entry = state.pop()
+    assert state.frontier.push("u", "u", 0)
+    assert not state.frontier.push("u", "u", 0)
+    entry = state.frontier.lease()
     assert entry is not None and entry.url == "u"
-    assert state.seen("u") and not state.push("u", "u", 1)
-    state.requeue("u", "u", 1)
-    again = state.pop()
+    assert state.frontier.seen("u") and not state.frontier.push("u", "u", 1)
+    state.frontier.requeue("u", "u", 1)
+    again = state.frontier.lease()
     assert again is not None and again.url == "u"
-    assert state.pop() is None and state.pending() == 0
+    assert state.frontier.lease() is None and state.frontier.pending() == 0
 
 
 def test_dfs_keeps_the_url_as_first_discovered_when_it_moves_up():
     state = CrawlState(None, "dfs")
     state.begin()
-    state.push("http://h/a", "http://h/a", 0, dfs_key((0,)))
-    assert state.push("http://h/x", "http://h/./x", 1, dfs_key((0, 5)))
-    assert state.push("http://h/x", "http://h/y/../x", 1, dfs_key((0, 1)))  # earlier: moves up
-    assert state.pop().url == "http://h/a"
-    entry = state.pop()
+    state.frontier.push("http://h/a", "http://h/a", 0, dfs_key((0,)))
+    assert state.frontier.push("http://h/x", "http://h/./x", 1, dfs_key((0, 5)))
+    assert state.frontier.push(
+        "http://h/x", "http://h/y/../x", 1, dfs_key((0, 1))
+    )  # earlier: moves up
+    assert state.frontier.lease().url == "http://h/a"
+    entry = state.frontier.lease()
     assert (entry.url, entry.original, entry.key) == ("http://h/x", "http://h/./x", dfs_key((0, 1)))
 
 
@@ -108,7 +111,7 @@ def test_period_counts_from_the_crawl_start_across_resumes():
     state.end("shutdown", now=10)  # interrupted
     state.begin(now=1000)  # resumed
     state.end("finished", now=1010)
-    last = state.last_run()
+    last = state.runs.last()
     assert (last.kind, last.started, last.crawl_started, last.complete) == ("resume", 1000, 0, True)
     state.begin(now=5000)  # a recrawl is a new crawl
-    assert state.last_run().crawl_started == 5000
+    assert state.runs.last().crawl_started == 5000

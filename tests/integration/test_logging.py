@@ -15,10 +15,8 @@ from datetime import datetime
 import pytest
 import scrapy
 
-from tarantula.commands.watch import RESUME_PAUSE
 from tarantula.core.config import load_config
-from tarantula.core.state import CrawlState
-from tarantula.spiders.tarantula import state_path
+from tarantula.core.repository import RESUME_PAUSE, Repository
 
 from ..conftest import PROJECT, run_crawl, write_conf
 from .test_recovery import tree_site
@@ -141,7 +139,7 @@ def test_watch_resumes_a_run_stopped_at_its_time_limit_when_the_next_period_is_d
         lines = output_lines(watcher)
         line = next_line_starting(lines, "Next crawl at ")
         fetched = len(web.requests)
-        last = CrawlState.last_run_of(state_path(load_config(conf)))
+        last = Repository(load_config(conf).repository).last_run()
         assert last is not None and last.reason == "closespider_timeout"
         assert 0 < len(web.targets("a.test")) < 100  # stopped by the time limit
         # Due a period after the crawl's start (printed to the second), not in RESUME_PAUSE.
@@ -158,5 +156,5 @@ def test_watch_resumes_a_run_stopped_at_its_time_limit_when_the_next_period_is_d
         output, _ = watcher.communicate(timeout=60)
     assert watcher.returncode == 0, output
     assert "Traceback" not in output
-    runs = CrawlState.last_run_of(state_path(load_config(conf)))
+    runs = Repository(load_config(conf).repository).last_run()
     assert runs is not None and runs.id == 1  # no second run was started

@@ -17,9 +17,9 @@ import pytest
 from tarantula.commands.crawl import recrawl_wait
 from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
+from tarantula.core.repository import Repository
 from tarantula.core.state import CrawlState
 from tarantula.demo.server import Resource, SiteServer
-from tarantula.spiders.tarantula import state_path
 
 from ..conftest import PROJECT, run_crawl, write_conf
 
@@ -335,7 +335,7 @@ def test_watch_mode_recrawls_every_period(web, tmp_path):
 def test_the_period_counts_from_the_start_of_a_resumed_crawl(tmp_path):
     conf = write_conf(tmp_path, ["http://a.test/"], period=1)
     config = load_config(conf)
-    state = CrawlState(state_path(config))
+    state = CrawlState(Repository(config.repository).state_path)
     state.begin(now=0)
     state.end("shutdown", now=600)  # Ctrl-C after 10 minutes
     state.begin(now=1800)  # resumed half an hour later, finished
