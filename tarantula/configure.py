@@ -1,15 +1,19 @@
-"""From a parsed configuration to the Scrapy settings of one crawl."""
+"""From a parsed configuration to the Scrapy settings and the shared context of one crawl."""
 
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tarantula.core.config import CrawlConfig
+from tarantula.context import CrawlContext, attach
+from tarantula.core.config import CrawlConfig, load_config
 from tarantula.downloadermiddlewares.render import render_settings
 from tarantula.resolver import add_mappings, installed_resolver
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import Settings
 
 LOG_LEVELS = {0: "WARNING", 1: "INFO", 2: "DEBUG"}
@@ -84,3 +88,24 @@ def configure(settings: Settings, config: CrawlConfig) -> None:
         else (dict(config.resolve), config.resolve_only)
     )
     settings.setdict(render_settings(config, mapping, only), priority="spider")
+
+
+def load_crawl_config(conf: str | Path | None) -> CrawlConfig:
+    """The crawl's configuration; ``scrapy check`` without ``-a conf`` gets the demo-site one."""
+    if conf is None:
+        from tarantula.contracts import check_config
+
+        return check_config()
+    return load_config(conf)
+
+
+def build_context(crawler: Crawler, config: CrawlConfig) -> CrawlContext:
+    """Configure ``crawler`` for ``config`` and attach the crawl's context to it. The state is
+    kept in memory under ``scrapy check`` or with ``TARANTULA_STATE_IN_MEMORY``."""
+    configure(crawler.settings, config)
+    in_memory = crawler.settings.getbool("TARANTULA_STATE_IN_MEMORY") or bool(
+        os.environ.get("SCRAPY_CHECK")
+    )
+    context = CrawlContext.build(config, in_memory=in_memory)
+    attach(crawler, context)
+    return context

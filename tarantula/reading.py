@@ -19,7 +19,9 @@ from tarantula.core.document import doc_type, encoding_label, is_text, parse_htm
 from tarantula.core.filters import extension
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
-from tarantula.core.urls import file_name
+from tarantula.core.urls import file_name, url_md5
+from tarantula.items import Document
+from tarantula.meta import ORIGIN
 
 
 @dataclass
@@ -79,3 +81,21 @@ def read_content(reading: Reading, body: bytes) -> None:
         reading.title, reading.base, reading.hrefs = page.title, page.base, page.links
     elif reading.type == "pdf":
         reading.title = pdf_title(body)
+
+
+def document_item(response: Response, reading: Reading, links: list[tuple[str, str]]) -> Document:
+    """The item the mirror and index pipelines store, for an accepted document."""
+    return Document(
+        url=reading.url,
+        original_url=response.meta.get(ORIGIN) or response.url,
+        url_md5=url_md5(reading.url),
+        title=reading.title,
+        encoding=reading.encoding,
+        type=reading.type,
+        last_modified=header(response, "Last-Modified"),
+        server_date=header(response, "Date"),
+        etag=header(response, "ETag"),
+        links=links,
+        body=response.body,
+        md5=reading.md5,  # hashed for the duplicate check; the mirror pipeline reuses it
+    )

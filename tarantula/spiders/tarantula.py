@@ -1,32 +1,21 @@
 """The one generic spider: configuration in, seed requests out; each response in, links and a
-document out.
+document out (SPEC 5-7).
 
-``scrapy crawl tarantula -a conf=PATH`` reads the configuration (SPEC 2) and builds the crawl
-context (:mod:`tarantula.context`) that every component shares. For every response the spider:
+For every response it reads the document (:mod:`tarantula.reading`), drops an exact duplicate of a
+stored one (SPEC 6), plans an HTML page's links (:mod:`tarantula.core.links`: its link lines, and
+requests for the new ones worth fetching) and yields a :class:`~tarantula.items.Document` for the
+pipelines when the document is accepted. In a recrawl a 304 keeps the stored copy, whose links are
+followed again; a 404 or 410 removes copy and record.
 
-1. reads the document's type, encoding and title (:mod:`tarantula.reading`), and drops an exact
-   duplicate of a stored document (SPEC 6);
-2. for an HTML page, runs its links through the URL rules and robots.txt
-   (:mod:`tarantula.core.links`); those that pass are its link lines, the new ones worth fetching
-   become requests;
-3. yields a :class:`~tarantula.items.Document` when the document is accepted (SPEC 5), for the
-   mirror and index pipelines; a page that is not accepted is parsed but not stored.
-
-In a recrawl a 304 keeps the stored copy, whose links are followed again; a 404 or 410 removes
-copy and record.
-
-Stats: ``tarantula/filtered/<rule>`` per link dropped, ``tarantula/failures/<kind>``,
-``tarantula/pages/parsed``, ``tarantula/pages/not-accepted``, ``tarantula/documents/duplicate``,
-``tarantula/recrawl/removed``.
+Stats: ``tarantula/filtered/<rule>``, ``tarantula/failures/<kind>``, ``tarantula/pages/parsed``,
+``tarantula/pages/not-accepted``, ``tarantula/documents/duplicate``, ``tarantula/recrawl/removed``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
@@ -35,17 +24,15 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 
 from tarantula import meta
-from tarantula.configure import configure
-from tarantula.context import CrawlContext, attach
-from tarantula.core.config import CrawlConfig, load_config
+from tarantula.configure import build_context, load_crawl_config
+from tarantula.context import CrawlContext
 from tarantula.core.document import codec_for_label, parse_html
 from tarantula.core.index import parse_index
 from tarantula.core.links import plan_links, resolve_links, sites
-from tarantula.core.urls import url_md5
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware, site_key
 from tarantula.errors import cut_at_max_size
 from tarantula.items import Document
-from tarantula.reading import Reading, header, read_content, read_response
+from tarantula.reading import document_item, read_content, read_response
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -63,29 +50,15 @@ class TarantulaSpider(Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TarantulaSpider:
-        config = kwargs.pop("config", None) or cls.load(
+        config = kwargs.pop("config", None) or load_crawl_config(
             kwargs.get("conf") or crawler.settings.get("TARANTULA_CONF")
         )
-        configure(crawler.settings, config)
-        in_memory = crawler.settings.getbool("TARANTULA_STATE_IN_MEMORY") or bool(
-            os.environ.get("SCRAPY_CHECK")
-        )
-        context = CrawlContext.build(config, in_memory=in_memory)
-        attach(crawler, context)
+        context = build_context(crawler, config)
         spider = super().from_crawler(crawler, *args, context=context, **kwargs)
         assert isinstance(spider, cls)
         crawler.signals.connect(spider.defect, signal=signals.spider_error)
         crawler.signals.connect(spider.defect, signal=signals.item_error)
         return spider
-
-    @staticmethod
-    def load(conf: str | Path | None) -> CrawlConfig:
-        """The crawl's configuration; ``scrapy check`` without ``-a conf`` gets the demo-site one."""
-        if conf is None:
-            from tarantula.contracts import check_config
-
-            return check_config()
-        return load_config(conf)
 
     async def start(self) -> AsyncIterator[Any]:
         """The seeds (in a resume they are known already, and the scheduler drops them)."""
@@ -185,7 +158,7 @@ class TarantulaSpider(Spider):
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
             context.frontier.ack(url, "not-accepted")
             return
-        yield self._document(response, reading, links)
+        yield document_item(response, reading, links)
 
     def _duplicate(self, url: str, original: str) -> None:
         """SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed; in a
@@ -195,24 +168,6 @@ class TarantulaSpider(Spider):
         self.context.frontier.ack(url, "duplicate")
         self.crawler.stats.inc_value("tarantula/documents/duplicate")
         logger.info("Duplicate of %s: %s", original, url)
-
-    def _document(
-        self, response: Response, reading: Reading, links: list[tuple[str, str]]
-    ) -> Document:
-        return Document(
-            url=reading.url,
-            original_url=response.meta.get(meta.ORIGIN) or response.url,
-            url_md5=url_md5(reading.url),
-            title=reading.title,
-            encoding=reading.encoding,
-            type=reading.type,
-            last_modified=header(response, "Last-Modified"),
-            server_date=header(response, "Date"),
-            etag=header(response, "ETag"),
-            links=links,
-            body=response.body,
-            md5=reading.md5,  # hashed for the duplicate check; the mirror pipeline reuses it
-        )
 
     async def _unchanged(self, response: Response, url: str) -> AsyncIterator[Any]:
         """A 304 in a recrawl: keep the stored copy, and follow its links again from it."""
