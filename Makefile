@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test lint check clean
+.PHONY: demo test test-fast lint check clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,10 @@ demo: $(VENV)/.installed
 ## test: lint, type-check, then every test (unit, component, end-to-end, scrapy check)
 test: $(VENV)/.installed lint
 	$(BIN)/python -m pytest -q
+
+## test-fast: the pure and component tiers only (no crawl, no server): well under a minute
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -q tests/core tests/components tarantula
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check tarantula tests

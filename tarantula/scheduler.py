@@ -110,8 +110,6 @@ class FrontierScheduler(BaseScheduler):
             self.frontier.ack(request_meta[meta.URL], "redirected")
         extra = {k: request_meta[k] for k in DURABLE_META if k in request_meta}
         extra_json = json.dumps(extra) if extra else None
-        if not self._own(request):
-            self._foreign[url] = request
         key = dfs_key(request_meta.get(meta.PATH, ())) if self.frontier.dfs else None
         original = request_meta.get(meta.ORIGIN) or request.url
         depth = request_meta.get("depth", 0)
@@ -120,6 +118,8 @@ class FrontierScheduler(BaseScheduler):
         elif not self.frontier.push(url, original, depth, key, extra_json):
             self._inc("tarantula/scheduler/duplicate")
             return False
+        if not self._own(request):
+            self._foreign[url] = request
         self._inc("scheduler/enqueued")
         return True
 

@@ -165,13 +165,14 @@ class Politeness:
             return True
         return False
 
-    def back_off(
-        self, name: str, now: float, seconds: float | None, cap: float = 60.0
-    ) -> tuple[float, bool]:
+    def back_off(self, name: str, now: float, seconds: float | None, cap: float = 60.0,
+                 *, asked: bool = True) -> tuple[float, bool]:  # fmt: skip
         """Push the host back after a 429/503-like answer; returns (wait, dropped).
 
-        ``seconds`` is the server's Retry-After; without it the wait doubles with each back-off in
-        a row, up to ``cap``. A Retry-After beyond ``max_wait`` drops the host for this crawl.
+        ``seconds`` is the server's Retry-After (``asked``), or a pause of the crawler's own
+        choosing (not ``asked``); without either the wait doubles with each back-off in a row, up
+        to ``cap``. Only a server that asks to wait beyond ``max_wait`` drops the host for this
+        crawl: the crawler's own waits never do.
         """
         host = self.host(name)
         host.backoffs += 1
@@ -180,7 +181,7 @@ class Politeness:
             if seconds is not None
             else min(cap, self.backoff_base * 2 ** min(host.backoffs - 1, 30))
         )
-        if wait > self.max_wait:
+        if asked and seconds is not None and wait > self.max_wait:
             host.dropped = True
             return wait, True
         host.due = max(host.due, now + wait)

@@ -106,10 +106,11 @@ class PolitenessMiddleware:
         )
         if response.status in BACKOFF_STATUSES:
             seconds = retry_after_seconds(_header(response, "Retry-After"), time.time())
+            asked = seconds is not None
             if seconds is None and response.status not in THROTTLE_STATUSES:
                 # A server error, not a request to slow down: a short pause before each retry.
                 seconds = min(4.0, 0.5 * 2 ** request.meta.get("retry_times", 0))
-            wait, dropped = self.politeness.back_off(host, now, seconds)
+            wait, dropped = self.politeness.back_off(host, now, seconds, asked=asked)
             self.stats.inc_value("tarantula/hosts/backoffs")
             if dropped:
                 self._dropped(host, f"it asked to wait {wait:.0f} s (HTTP {response.status})")

@@ -138,7 +138,11 @@ class RobotsTxtMiddleware:
                 raise
         parser = self.parsers[key]
         if isinstance(parser, Deferred):
-            return await maybe_deferred_to_future(parser)
+            # Several requests may wait on one Deferred, and only the first callback in its chain
+            # sees the parser it fires with: each waiter reads the parser from its place instead.
+            await maybe_deferred_to_future(parser)
+            parser = self.parsers[key]
+            assert not isinstance(parser, Deferred)
         return parser
 
     async def _fetch(self, key: str) -> None:

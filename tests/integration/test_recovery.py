@@ -332,6 +332,33 @@ def test_watch_mode_recrawls_every_period(web, tmp_path):
     assert kinds[:2] == ["crawl", "recrawl"]
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
+def test_watch_stops_the_running_crawl_gracefully(web, tmp_path, signum):
+    """A signal to watch stops the crawl it is running at once, gracefully (Scrapy's "shutdown"),
+    rather than when that crawl ends; the next run resumes it."""
+    urls = tree_site(web, pages=60, delay=0.2)
+    conf = write_conf(tmp_path, [urls[0]], period=1)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "watch", str(conf)],
+        cwd=PROJECT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    index = tmp_path / "repo" / "index.txt"
+    wait_for(lambda: len(whole_records(index)) >= 3, timeout=60)
+    watcher.send_signal(signum)
+    output, _ = watcher.communicate(timeout=60)
+    assert watcher.returncode == 0, output
+    db = sqlite3.connect(tmp_path / "repo" / ".tarantula" / "state.db")
+    runs = list(db.execute("SELECT kind, reason FROM runs ORDER BY id"))
+    assert runs == [("crawl", "shutdown")], output
+    assert len(set(web.targets("a.test"))) < 60  # stopped long before the crawl's end
+    resumed = run_crawl(conf)
+    assert "Resumed crawl finished (finished)" in resumed.process.stdout
+    assert sorted(assert_whole(web, tmp_path / "repo", pages=60)) == sorted(urls)
+
+
 def test_the_period_counts_from_the_start_of_a_resumed_crawl(tmp_path):
     conf = write_conf(tmp_path, ["http://a.test/"], period=1)
     config = load_config(conf)
