@@ -6,6 +6,7 @@ Every host name a test uses ends in ``.test`` and is mapped to 127.0.0.1 by the 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -92,6 +93,11 @@ class Crawl:
     def index_text(self) -> str:
         path = self.repository / "index.txt"
         return path.read_text(encoding="utf-8") if path.exists() else ""
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The run's final Scrapy stats, as the crawl wrote them (``.tarantula/stats.json``)."""
+        return json.loads((self.repository / ".tarantula" / "stats.json").read_text("utf-8"))
 
     @property
     def records(self) -> list[IndexRecord]:

@@ -10,6 +10,7 @@ crawl would. Depth and duplicate content depend on the crawl itself and are not 
 from __future__ import annotations
 
 import http.client
+import ssl
 from typing import TYPE_CHECKING
 
 from protego import Protego
@@ -21,34 +22,63 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.links import explain
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
-from tarantula.downloadermiddlewares.robotstxt import robots_rules
+from tarantula.core.urls import UrlRejected, join_url, normalize_url
+from tarantula.downloadermiddlewares.robotstxt import ROBOTS_MAX_BYTES, robots_rules, site_key
 from tarantula.resolver import lookup
 
 if TYPE_CHECKING:
     import argparse
 
 
+#: The crawl does not check certificates (Scrapy's default), and neither does explain.
+_UNVERIFIED = ssl.create_default_context()
+_UNVERIFIED.check_hostname = False
+_UNVERIFIED.verify_mode = ssl.CERT_NONE
+
+#: RFC 9309 2.3.1.2: at least five redirects are followed for robots.txt.
+ROBOTS_REDIRECTS = 5
+
+
 def fetch_robots(config: CrawlConfig, url: str) -> Protego:
-    """The robots.txt rules of ``url``'s host, read as the crawl reads them (RFC 9309)."""
-    host, port, _, _ = origin(url)
-    scheme = url.partition("://")[0]
-    address = lookup(dict(config.resolve), host)
+    """The robots.txt rules of ``url``'s site, read as the crawl reads them (RFC 9309): the
+    config's user agent and host-name mapping, up to five redirects, the same rules for failures
+    (:func:`~tarantula.downloadermiddlewares.robotstxt.robots_rules`), the first 500 KiB."""
+    target = f"{site_key(url)}/robots.txt"
+    status: int | None = None
+    body = b""
+    for _ in range(ROBOTS_REDIRECTS + 1):
+        status, body, location = _get(config, target)
+        if status is None or status not in (301, 302, 303, 307, 308) or not location:
+            break
+        try:
+            target = normalize_url(join_url(target, location))
+        except UrlRejected:
+            break  # a redirect to nowhere ends without a file: 3xx, no restrictions
+    return Protego.parse(robots_rules(status, body).decode("utf-8", "ignore"))
+
+
+def _get(config: CrawlConfig, url: str) -> tuple[int | None, bytes, str | None]:
+    """One GET of ``url`` (status, body, Location); status None when there was no answer."""
+    host, port, path, _ = origin(url)
+    address = lookup(dict(config.resolve), host.strip("[]"))
     if address is None and config.resolve_only:
-        return Protego.parse(robots_rules(None, b"").decode())
-    connection_class = (
-        http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-    )
-    connection = connection_class(address or host, port, timeout=10)
+        return None, b"", None
+    connection: http.client.HTTPConnection
+    if url.startswith("https:"):
+        connection = http.client.HTTPSConnection(
+            address or host.strip("[]"), port, timeout=10, context=_UNVERIFIED
+        )
+    else:
+        connection = http.client.HTTPConnection(address or host.strip("[]"), port, timeout=10)
     try:
-        connection.request("GET", "/robots.txt", headers={"Host": url.partition("://")[2].partition("/")[0],
-                                                            "User-Agent": config.user_agent})  # fmt: skip
+        connection.request("GET", path, headers={"Host": url.partition("://")[2].partition("/")[0],
+                                                 "User-Agent": config.user_agent})  # fmt: skip
         response = connection.getresponse()
-        status, body = response.status, response.read()
+        return response.status, response.read(ROBOTS_MAX_BYTES), response.getheader("Location")
     except OSError:
-        status, body = None, b""
+        return None, b"", None
     finally:
         connection.close()
-    return Protego.parse(robots_rules(status, body).decode("utf-8", "ignore"))
 
 
 class Command(ScrapyCommand):
@@ -72,15 +102,16 @@ class Command(ScrapyCommand):
         if config is None:
             return
         rules = UrlRules(config)
-        robots: dict[tuple[str, int], Protego] = {}
+        robots: dict[str, Protego] = {}
+        token = self.settings.get("ROBOTSTXT_USER_AGENT") if self.settings else None
         for url in args[1:]:
             allowed = None
             verdict = rules.check(url)
             if opts.robots and verdict.url is not None and verdict.listed:
-                key = origin(verdict.url)[:2]
+                key = site_key(verdict.url)  # robots.txt is per scheme, host and port
                 if key not in robots:
                     robots[key] = fetch_robots(config, verdict.url)
-                allowed = robots[key].can_fetch(verdict.url, "tarantula")
+                allowed = robots[key].can_fetch(verdict.url, token or config.user_agent)
             e = explain(rules, url, allowed)
             print(url)
             print(f"  normalized  {e.normalized or '-'}")

@@ -63,10 +63,10 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
     if base_href:
         with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
             base = join_url(page_url, base_href)
-    if max_outlinks and len(hrefs) > max_outlinks:
-        found.drops += [("too-many-outlinks", href) for href, _ in hrefs[max_outlinks:]]
-        hrefs = hrefs[:max_outlinks]
     join = LinkResolver(base).join
+    if max_outlinks and len(hrefs) > max_outlinks:
+        found.drops += [("too-many-outlinks", _joined(join, h)) for h, _ in hrefs[max_outlinks:]]
+        hrefs = hrefs[:max_outlinks]
     check = rules.check
     for position, (href, anchor) in enumerate(hrefs):
         try:
@@ -80,6 +80,13 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
             continue
         found.links.append(Link(position, verdict.url, absolute, anchor, verdict))
     return found
+
+
+def _joined(join: Callable[[str], str], href: str) -> str:
+    try:
+        return join(href)
+    except UrlRejected:
+        return href
 
 
 def plan_links(links: Sequence[Link], rules: UrlRules, *, robots: Callable[[str], bool],
@@ -114,11 +121,6 @@ def plan_links(links: Sequence[Link], rules: UrlRules, *, robots: Callable[[str]
         queued.add(url)
         plan.fetch.append(link)
     return plan
-
-
-def sites(links: Sequence[Link], key: Callable[[str], str]) -> dict[str, str]:
-    """One URL of each site (by ``key``, the robots.txt site of a URL) that ``links`` name."""
-    return {key(link.url): link.url for link in links}
 
 
 @dataclass(frozen=True)

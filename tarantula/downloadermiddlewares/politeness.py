@@ -33,8 +33,8 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from tarantula.context import context_of
 from tarantula.core.politeness import retry_after_seconds
-from tarantula.errors import cut_at_max_size
 from tarantula.meta import HOST
+from tarantula.outcomes import cut_at_max_size
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

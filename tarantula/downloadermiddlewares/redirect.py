@@ -25,6 +25,7 @@ from scrapy.exceptions import IgnoreRequest
 from tarantula.context import CrawlContext, context_of
 from tarantula.core.urls import UrlRejected, join_url
 from tarantula.meta import URL
+from tarantula.outcomes import count_filtered
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -76,6 +77,5 @@ class RedirectMiddleware(ScrapyRedirectMiddleware):
             self.context.remove_document(url, f"now redirects to {target}")
 
     def _refuse(self, rule: str, target: str) -> None:
-        self.crawler.stats.inc_value(f"tarantula/filtered/{rule}")
-        logger.debug("Not fetched (%s): %s", rule, target)
+        count_filtered(self.crawler.stats, rule, target, "Not fetched")
         raise IgnoreRequest(f"redirect target filtered by rule {rule}")

@@ -146,44 +146,13 @@ class RenderMiddleware:
             or not isinstance(response, HtmlResponse)
         ):
             return response
-        from scrapy_playwright.page import PageMethod
-
-        config = context_of(self.crawler).config
-        headers = {
-            key.decode("latin-1"): b", ".join(values).decode("latin-1")
-            for key, values in response.headers.items()
-            if key.lower()
-            not in (b"content-encoding", b"content-length", b"transfer-encoding", b"set-cookie")
-        }
-        rendering = request.replace(
-            url=response.url,
-            meta={
-                "playwright": True,
-                "playwright_page_init_callback": serve_downloaded,
-                "playwright_page_goto_kwargs": {"wait_until": "load"},
-                "playwright_page_methods": [PageMethod(settle, config.render_wait)],
-                DOWNLOADED: (response.status, headers, response.body),
-            },
-        )
+        render_wait = context_of(self.crawler).config.render_wait
         stats = self.crawler.stats
-        assert self.crawler.engine is not None and stats is not None
-        handlers = self.crawler.engine.downloader.handlers
-        # A script that loops forever freezes the page, and scrapy-playwright's last read of it
-        # has no time limit of its own.
-        limit = config.render_wait * 2 + 40
+        assert stats is not None
         try:
-            try:
-                rendered = await asyncio.wait_for(handlers.download_request_async(rendering), limit)
-            except TimeoutError:
-                page = rendering.meta.get(PAGE)
-                if page is not None:
-                    with contextlib.suppress(Exception):
-                        await asyncio.wait_for(page.close(), 10)
-                raise TimeoutError(f"no rendering within {limit:g} s") from None
-            # Navigations away are aborted (Chromium's error page); history.pushState keeps the
-            # origin, and is what single-page applications do.
-            if urlsplit(rendered.url)[:2] != urlsplit(rendering.url)[:2]:
-                raise RuntimeError(f"the browser left the page for {rendered.url}")
+            rendered = await self._render(
+                rendering_request(request, response, render_wait), render_wait
+            )
         except Exception as exc:  # a browser fault must not cost the page: keep it as served
             stats.inc_value("tarantula/render/failed")
             logger.warning("Could not render %s (%s: %s); its links are taken as served",
@@ -196,3 +165,47 @@ class RenderMiddleware:
         encoding = response.encoding
         body = text.encode(encoding, errors="xmlcharrefreplace")
         return response.replace(body=body, encoding=encoding, flags=[*response.flags, "rendered"])
+
+    async def _render(self, rendering: Request, render_wait: float) -> Response:
+        """The browser's rendering of a page; raises when there is none to keep."""
+        assert self.crawler.engine is not None
+        handlers = self.crawler.engine.downloader.handlers
+        # A script that loops forever freezes the page, and scrapy-playwright's last read of it
+        # has no time limit of its own.
+        limit = render_wait * 2 + 40
+        try:
+            rendered = await asyncio.wait_for(handlers.download_request_async(rendering), limit)
+        except TimeoutError:
+            page = rendering.meta.get(PAGE)
+            if page is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(page.close(), 10)
+            raise TimeoutError(f"no rendering within {limit:g} s") from None
+        # Navigations away are aborted (Chromium's error page); history.pushState keeps the
+        # origin, and is what single-page applications do.
+        if urlsplit(rendered.url)[:2] != urlsplit(rendering.url)[:2]:
+            raise RuntimeError(f"the browser left the page for {rendered.url}")
+        return rendered
+
+
+def rendering_request(request: Request, response: Response, render_wait: float) -> Request:
+    """The request scrapy-playwright's handler renders: the page's URL, its downloaded answer to
+    serve the browser (:func:`serve_downloaded`), and the wait for its scripts (:func:`settle`)."""
+    from scrapy_playwright.page import PageMethod
+
+    headers = {
+        key.decode("latin-1"): b", ".join(values).decode("latin-1")
+        for key, values in response.headers.items()
+        if key.lower()
+        not in (b"content-encoding", b"content-length", b"transfer-encoding", b"set-cookie")
+    }
+    return request.replace(
+        url=response.url,
+        meta={
+            "playwright": True,
+            "playwright_page_init_callback": serve_downloaded,
+            "playwright_page_goto_kwargs": {"wait_until": "load"},
+            "playwright_page_methods": [PageMethod(settle, render_wait)],
+            DOWNLOADED: (response.status, headers, response.body),
+        },
+    )

@@ -18,7 +18,9 @@ Stats: ``tarantula/robots/unavailable`` per host disallowed that way.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
@@ -186,6 +188,17 @@ class RobotsTxtMiddleware:
         logger.warning("robots.txt of %s %s: the host is disallowed for this crawl", key, why)
         self.stats.inc_value("tarantula/robots/unavailable")
         self._parsed(key, _DISALLOW_ALL)
+
+    async def learn(self, urls: Iterable[str]) -> None:
+        """Fetch the rules of every site of ``urls`` not known yet, all together: a page linking to
+        several silent hosts waits for one timeout, not one each."""
+        unknown = {site_key(url): url for url in urls if self.known(url) is None}
+        await asyncio.gather(*(self.allowed(url) for url in unknown.values()))
+
+    def allows(self, url: str) -> bool:
+        """Whether robots.txt lets the crawler fetch ``url``, once its site's rules were learnt
+        (:meth:`learn`); a site not learnt yet is not refused."""
+        return self.known(url) is not False
 
     def known(self, url: str) -> bool | None:
         """Whether robots.txt lets the crawler fetch ``url``, when the site's rules are known

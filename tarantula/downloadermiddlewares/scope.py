@@ -17,6 +17,7 @@ from scrapy.exceptions import IgnoreRequest
 
 from tarantula.context import context_of
 from tarantula.meta import URL
+from tarantula.outcomes import count_filtered
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -48,6 +49,5 @@ class ScopeMiddleware:
         if rule is None and not self.rules.worth_fetching(verdict.url or request.url):
             rule = "not-accepted"
         if rule is not None:
-            self.stats.inc_value(f"tarantula/filtered/{rule}")
-            logger.debug("Not fetched (%s): %s", rule, request.url)
+            count_filtered(self.stats, rule, request.url, "Not fetched")
             raise IgnoreRequest(f"filtered by rule {rule}")

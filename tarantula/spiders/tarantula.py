@@ -1,11 +1,9 @@
-"""The one generic spider: configuration in, seed requests out; each response in, links and a
-document out (SPEC 5-7).
-
-For every response it reads the document (:mod:`tarantula.reading`), drops an exact duplicate of a
-stored one (SPEC 6), plans an HTML page's links (:mod:`tarantula.core.links`: its link lines, and
-requests for the new ones worth fetching) and yields a :class:`~tarantula.items.Document` for the
-pipelines when the document is accepted. In a recrawl a 304 keeps the stored copy, whose links are
-followed again; a 404 or 410 removes copy and record.
+"""The one generic spider (SPEC 5-7). For every response it reads the document
+(:mod:`tarantula.reading`), drops an exact duplicate of a stored one (SPEC 6), plans an HTML page's
+links (:mod:`tarantula.core.links`: its link lines, and requests for the new ones worth fetching)
+and yields a :class:`~tarantula.items.Document` for the pipelines when the document is accepted. In
+a recrawl a 304 keeps the stored copy, whose links are followed again; a 404 or 410 removes copy and
+record.
 
 Stats: ``tarantula/filtered/<rule>``, ``tarantula/failures/<kind>``, ``tarantula/pages/parsed``,
 ``tarantula/pages/not-accepted``, ``tarantula/documents/duplicate``, ``tarantula/recrawl/removed``.
@@ -13,7 +11,6 @@ Stats: ``tarantula/filtered/<rule>``, ``tarantula/failures/<kind>``, ``tarantula
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -28,10 +25,10 @@ from tarantula.configure import build_context, load_crawl_config
 from tarantula.context import CrawlContext
 from tarantula.core.document import codec_for_label, parse_html
 from tarantula.core.index import parse_index
-from tarantula.core.links import plan_links, resolve_links, sites
-from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware, site_key
-from tarantula.errors import cut_at_max_size
+from tarantula.core.links import plan_links, resolve_links
+from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
+from tarantula.outcomes import count_filtered, cut_at_max_size
 from tarantula.reading import document_item, read_content, read_response
 
 if TYPE_CHECKING:
@@ -39,6 +36,10 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
+
+
+def _anything(url: str) -> bool:
+    return True  # no robots.txt middleware: ROBOTSTXT_OBEY is off
 
 
 class TarantulaSpider(Spider):
@@ -71,18 +72,15 @@ class TarantulaSpider(Spider):
                 self.context, verdict.url, seed, 0, (number,), self.parse, self.failed
             )
 
-    # -- outcomes without a document ---------------------------------------------------------------
-
     def failed(self, failure: Failure) -> None:
         """Count and log a request that brought no document: an HTTP error or a network fault."""
         request = getattr(failure, "request", None)
         url = request.meta.get(meta.URL, request.url) if request is not None else None
-        if failure.check(IgnoreRequest) and not failure.check(HttpError):
-            if url is not None:
-                self.context.frontier.ack(url, "filtered")
-            return  # counted by the rule that refused it
-        if cut_at_max_size(failure.value):
+        if cut_at_max_size(failure.value):  # an IgnoreRequest when found while decompressing
             self._too_large(url)
+            return
+        if failure.check(IgnoreRequest) and not failure.check(HttpError):
+            self._ack(url, "filtered")  # counted by the rule that refused it
             return
         if isinstance(failure.value, HttpError):
             status = failure.value.response.status
@@ -94,35 +92,27 @@ class TarantulaSpider(Spider):
             kind = failure.type.__name__ if failure.type else "unknown"
             logger.warning("Failed %s: %s: %s", url or "?", kind, failure.getErrorMessage())
         self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
-        if url is not None:
-            self.context.frontier.ack(url, kind)
+        self._ack(url, kind)
 
     def defect(self, failure: Failure, response: Response, **kwargs: Any) -> None:
         """An exception in Tarantula's own code while handling a response: Scrapy logs it as an
         error (the crawl exits 1); its URL is done, with the reason, rather than left leased."""
-        url = response.meta.get(meta.URL) if response.request is not None else None
-        if url is not None:
-            self.context.frontier.ack(url, "error")
+        self._ack(response.meta.get(meta.URL) if response.request is not None else None, "error")
         self.crawler.stats.inc_value("tarantula/failures/error")
 
     def _too_large(self, url: str | None) -> None:
         """A document over ``max-document-size``: filtered, never a host failure; its URL is done."""
-        self._dropped("max-document-size", url or "?", "Not stored")
+        count_filtered(self.crawler.stats, "max-document-size", url or "?", "Not stored")
+        self._ack(url, "max-document-size")
+
+    def _ack(self, url: str | None, outcome: str) -> None:
         if url is not None:
-            self.context.frontier.ack(url, "max-document-size")
+            self.context.frontier.ack(url, outcome)
 
     def _remove(self, url: str, why: str) -> None:
         """A stored document is gone from the web, or is now a copy of another."""
         if self.context.remove_document(url, why) is not None:
             self.crawler.stats.inc_value("tarantula/recrawl/removed")
-
-    def _dropped(self, rule: str, url: str, what: str = "Link dropped") -> None:
-        """Count a link or document a rule stopped; name it at log-level 2."""
-        self.crawler.stats.inc_value(f"tarantula/filtered/{rule}")
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("%s (%s): %s", what, rule, url)
-
-    # -- responses ---------------------------------------------------------------------------------
 
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         """Extract a page's links and yield its document when accepted.
@@ -196,16 +186,12 @@ class TarantulaSpider(Spider):
         )
         robots = self.crawler.get_downloader_middleware(RobotsTxtMiddleware)
         if robots is not None:
-            # The robots.txt files of every host this page links to for the first time are fetched
-            # together, so silent hosts cost one timeout, not one each.
-            unknown = [u for u in sites(found.links, site_key).values() if robots.known(u) is None]
-            await asyncio.gather(*(robots.allowed(u) for u in unknown))
+            await robots.learn(link.url for link in found.links)
         depth = response.meta.get("depth", 0) + 1
-        allowed = (lambda u: robots.known(u) is not False) if robots else (lambda u: True)
-        plan = plan_links(found.links, context.rules, robots=allowed, seen=context.frontier.seen,
-                          depth=depth, max_depth=context.config.max_depth)  # fmt: skip
+        plan = plan_links(found.links, context.rules, robots=robots.allows if robots else _anything,
+                          seen=context.frontier.seen, depth=depth, max_depth=context.config.max_depth)  # fmt: skip
         for rule, url in (*found.drops, *plan.drops):
-            self._dropped(rule, url)
+            count_filtered(self.crawler.stats, rule, url)
         listed += plan.listed
         path = response.meta.get(meta.PATH, ())
         for link in plan.fetch:

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tarantula.contracts import DEMO_SITE
-from tarantula.demo.server import SiteServer
+from tarantula.demo.server import Resource, SiteServer
 
 from ..conftest import PROJECT, write_conf
 
@@ -89,3 +89,32 @@ def test_explain_offline_and_bad_config(tmp_path):
     bad.write_text("scope = nowhere;\n", encoding="utf-8")
     result = explain(str(bad), "http://a.test/")
     assert result.returncode == 2 and "bad.conf:1:9: error:" in result.stderr
+
+
+def test_explain_follows_robots_txt_redirects_as_the_crawl_does(tmp_path):
+    """RFC 9309: a robots.txt that redirects is read where it leads (here another host), with the
+    configuration's user agent; explain agrees with the crawl."""
+    with SiteServer() as server:
+        server.add(
+            "a.test",
+            "/robots.txt",
+            Resource(b"", 301, {"Location": server.url("b.test", "/rules.txt")}),
+        )
+        rules = b"User-agent: tarantula\nDisallow: /private/\n"
+        server.add("b.test", "/rules.txt", Resource(rules, headers={"Content-Type": "text/plain"}))
+        conf = write_conf(tmp_path, [server.url("a.test", "/")], user_agent="TestBot/2.0")
+        result = explain(
+            str(conf),
+            "--robots",
+            server.url("a.test", "/private/x.html"),
+            server.url("a.test", "/ok.html"),
+        )
+        asked = [(r.host, r.target, r.headers.get("User-Agent")) for r in server.requests]
+    assert result.returncode == 0, result.stderr
+    out = blocks(result.stdout)
+    assert "robots.txt disallows it" in out[server.url("a.test", "/private/x.html")]
+    assert "fetched     yes" in out[server.url("a.test", "/ok.html")]
+    assert asked == [
+        ("a.test", "/robots.txt", "TestBot/2.0"),
+        ("b.test", "/rules.txt", "TestBot/2.0"),
+    ]
