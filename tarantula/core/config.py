@@ -46,7 +46,13 @@ from tarantula.core.urls import UrlRejected, normalize_url
 
 SCOPES = ("free-spanning", "domain-scope", "host-scope", "path-scope")
 TRAVERSALS = ("bfs", "dfs")
-SECTIONS = ("crawler-options", "logging", "recrawling-options", "multithreading-options")
+SECTIONS = (
+    "crawler-options",
+    "logging",
+    "recrawling-options",
+    "multithreading-options",
+    "output-options",
+)
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,10 @@ class CrawlConfig:
     render_list: tuple[re.Pattern[str], ...] = ()
     render_wait: float = 5.0
     browser: str = "chromium"
+    sitemaps: bool = False  # SPEC 12: URLs from the hosts' sitemaps
+    warc: bool = False  # SPEC 11: every HTTP exchange in <repository>/warc/
+    browsable: bool = False  # SPEC 11: <repository>/browse/, links made relative
+    report: bool = True  # SPEC 11: <repository>/report.html at the end of every run
     warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -248,7 +258,7 @@ class _Key:
     required: bool = False
 
 
-_C, _L, _R, _M = SECTIONS
+_C, _L, _R, _M, _O = SECTIONS
 # A key's default is its CrawlConfig field's default: a new key is one line here, one field there.
 _KEYS = {
     key.name: key
@@ -282,6 +292,10 @@ _KEYS = {
         _Key("log-level", _L, _integer(0, 2)),
         _Key("period", _R, _number(0)),
         _Key("threads", _M, _integer(1)),
+        _Key("sitemaps", _C, _boolean),
+        _Key("warc", _O, _boolean),
+        _Key("browsable", _O, _boolean),
+        _Key("report", _O, _boolean),
     )
 }
 

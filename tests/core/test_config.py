@@ -382,7 +382,7 @@ def test_config_is_frozen() -> None:
         (
             SEED + "<extras>",
             "c.conf:2:1: error: unknown section <extras>; known sections: <crawler-options>, "
-            "<logging>, <recrawling-options>, <multithreading-options>",
+            "<logging>, <recrawling-options>, <multithreading-options>, <output-options>",
         ),
         (
             SEED + "threads = 2;",
@@ -783,6 +783,10 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "max-retry-after": _floats(0).map(lambda f: (repr(f), f)),
     "resolve-only": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sort-query": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "sitemaps": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "warc": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "browsable": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "report": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "render-wait": _floats(0).map(lambda f: (repr(f), f)),
     # Executables every machine has: the browser is checked when there is a render list.
     "browser": st.sampled_from([("sh", "sh"), ('"/bin/sh"', "/bin/sh")]),
