@@ -11,9 +11,17 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
-## demo: serve the bundled demo site on 127.0.0.1 and crawl it end to end
+## demo: serve the bundled demo site on 127.0.0.1 and crawl it end to end (run again: says when
+## the next recrawl is due)
+DEMO_CONF ?= conf/demo.conf
 demo: $(VENV)/.installed
-	$(BIN)/python -m tarantula.demo run
+	$(BIN)/python -m tarantula.demo run --conf $(DEMO_CONF)
+
+.PHONY: demo-again
+
+## demo-again: delete the demo's repository (repository/demo) and crawl the demo site afresh
+demo-again: $(VENV)/.installed
+	$(BIN)/python -m tarantula.demo run --fresh --conf $(DEMO_CONF)
 
 ## test: lint, type-check, then every test (unit, component, end-to-end, scrapy check)
 test: $(VENV)/.installed lint

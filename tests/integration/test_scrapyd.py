@@ -1,14 +1,21 @@
-"""Crawls as scrapyd jobs (SPEC 9): a real scrapyd on 127.0.0.1, the project deployed to it with
-scrapyd-deploy as a user would, and the configuration passed as a spider argument."""
+"""Crawls as scrapyd jobs (SPEC 9): a real scrapyd on 127.0.0.1 started with the project's
+``scrapyd.conf`` (a password required), the project deployed to it with scrapyd-deploy as a user
+would, with the credentials taken from the environment by scrapy.cfg's deploy targets, and the
+configuration passed as a spider argument."""
 
 from __future__ import annotations
 
+import base64
+import configparser
 import json
 import os
+import re
+import secrets
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -24,43 +31,84 @@ from tarantula.demo.server import SiteServer
 from ..conftest import PROJECT, run_crawl, write_conf
 from .test_recovery import tree_site, wait_for
 
+BIN = Path(sys.executable).parent
+USERNAME = "tarantula"
+PASSWORD = secrets.token_urlsafe(18)
+CREDENTIALS = {"SCRAPYD_USERNAME": USERNAME, "SCRAPYD_PASSWORD": PASSWORD}
+# Requests go straight to 127.0.0.1 whatever proxy the environment names.
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def environment(**values: str) -> dict[str, str]:
+    """This process's environment without scrapyd's variables or a proxy, plus ``values``."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SCRAPYD_") and k.lower() not in ("http_proxy", "https_proxy")}  # fmt: skip
+    return {**env, **values}
+
+
+def basic(username: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode()
+
 
 class Scrapyd:
-    def __init__(self, folder: Path) -> None:
+    """scrapyd started in ``folder`` with the project's scrapyd.conf, on a free port of 127.0.0.1
+    (SCRAPYD_HTTP_PORT) and with the credentials ``credentials`` in its environment. Only the
+    queue's poll interval is changed, so jobs start at once."""
+
+    def __init__(self, folder: Path, credentials: dict[str, str]) -> None:
+        conf = configparser.ConfigParser(interpolation=None)
+        conf.read(PROJECT / "scrapyd.conf", encoding="utf-8")
+        conf["scrapyd"]["poll_interval"] = "0.2"
+        with (folder / "scrapyd.conf").open("w", encoding="utf-8") as file:
+            conf.write(file)
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        (folder / "scrapyd.conf").write_text(
-            "[scrapyd]\nbind_address = 127.0.0.1\n"
-            f"http_port = {self.port}\neggs_dir = eggs\nlogs_dir = logs\nitems_dir =\n"
-            "dbs_dir = dbs\npoll_interval = 0.2\n",
-            encoding="utf-8",
-        )
         self.folder = folder
-        self.url = f"http://127.0.0.1:{self.port}/"
-        scrapyd = Path(sys.executable).with_name("scrapyd")
-        self.process = subprocess.Popen(
-            [str(scrapyd)], cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 30
+        self.logs = folder / conf["scrapyd"]["logs_dir"]
+        self.url = f"http://127.0.0.1:{self.port}"  # no trailing slash, as in scrapy.cfg
+        self.output = folder / "scrapyd.out"
+        with self.output.open("wb") as output:
+            self.process = subprocess.Popen(
+                [str(BIN / "scrapyd")], cwd=folder, stdout=output, stderr=subprocess.STDOUT,
+                env=environment(SCRAPYD_HTTP_PORT=str(self.port), **credentials),
+            )  # fmt: skip
+
+    def wait_until_serving(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
         while True:
             try:
                 self.get("daemonstatus.json")
-                break
+                return
             except OSError:
+                assert self.process.poll() is None, self.output.read_text(encoding="utf-8")
                 assert time.monotonic() < deadline, "scrapyd did not start"
                 time.sleep(0.1)
 
-    def get(self, endpoint: str, **query: str) -> dict[str, Any]:
-        url = self.url + endpoint + ("?" + urllib.parse.urlencode(query) if query else "")
-        with urllib.request.urlopen(url, timeout=10) as answer:
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+    def call(
+        self,
+        endpoint: str,
+        form: dict[str, str] | None = None,
+        auth: tuple[str, str] | None = (USERNAME, PASSWORD),
+    ) -> dict[str, Any]:
+        """A GET (``form`` None) or POST to the API, with HTTP Basic ``auth`` unless None."""
+        data = urllib.parse.urlencode(form).encode() if form is not None else None
+        request = urllib.request.Request(f"{self.url}/{endpoint}", data)
+        if auth is not None:
+            request.add_header("Authorization", basic(*auth))
+        with DIRECT.open(request, timeout=10) as answer:
             result: dict[str, Any] = json.load(answer)
         return result
 
+    def get(self, endpoint: str, **query: str) -> dict[str, Any]:
+        return self.call(endpoint + ("?" + urllib.parse.urlencode(query) if query else ""))
+
     def post(self, endpoint: str, **form: str) -> dict[str, Any]:
-        data = urllib.parse.urlencode(form).encode()
-        with urllib.request.urlopen(self.url + endpoint, data, timeout=10) as answer:
-            result: dict[str, Any] = json.load(answer)
+        result = self.call(endpoint, form)
         assert result["status"] == "ok", result
         return result
 
@@ -77,34 +125,99 @@ class Scrapyd:
         wait_for(lambda: self.state(job) == state, timeout)
 
     def log(self, job: str) -> str:
-        return (self.folder / "logs" / "tarantula" / "tarantula" / f"{job}.log").read_text(
-            encoding="utf-8"
-        )
+        return (self.logs / "tarantula" / "tarantula" / f"{job}.log").read_text(encoding="utf-8")
+
+
+def deploy(url: str, *args: str, **credentials: str) -> subprocess.CompletedProcess[str]:
+    """``scrapyd-deploy env ARGS`` from the project folder, to SCRAPYD_URL=``url``."""
+    return subprocess.run(
+        [str(BIN / "scrapyd-deploy"), "env", *args], cwd=PROJECT,
+        env=environment(SCRAPYD_URL=url, **credentials),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
-    server = Scrapyd(tmp_path_factory.mktemp("scrapyd"))
+    server = Scrapyd(tmp_path_factory.mktemp("scrapyd"), CREDENTIALS)
     try:
-        deploy = subprocess.run(
-            [str(Path(sys.executable).with_name("scrapyd-deploy")), "env", "-p", "tarantula",
-             "-v", "1"],
-            cwd=PROJECT, env={**os.environ, "SCRAPYD_URL": server.url},
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        assert deploy.returncode == 0, deploy.stdout + deploy.stderr
-        assert '"spiders": 1' in deploy.stdout
+        server.wait_until_serving()
+        deployed = deploy(server.url, "-p", "tarantula", "-v", "1", **CREDENTIALS)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        assert '"spiders": 1' in deployed.stdout
         yield server
     finally:
-        server.process.terminate()
-        server.process.wait(timeout=10)
+        server.stop()
+
+
+def test_the_documented_setup_binds_to_localhost_and_takes_the_credentials_from_the_environment():
+    conf = configparser.ConfigParser(interpolation=None)
+    conf.read(PROJECT / "scrapyd.conf", encoding="utf-8")
+    assert conf["scrapyd"]["bind_address"] == "127.0.0.1"
+    assert conf["scrapyd"]["username"] == "%(SCRAPYD_USERNAME)s"
+    assert conf["scrapyd"]["password"] == "%(SCRAPYD_PASSWORD)s"
+    cfg = configparser.ConfigParser(interpolation=None)
+    cfg.read(PROJECT / "scrapy.cfg", encoding="utf-8")
+    targets = [cfg[name] for name in cfg.sections() if name.split(":")[0] == "deploy"]
+    assert cfg["deploy"]["username"] == "${SCRAPYD_USERNAME}"  # [deploy] holds for every target
+    assert cfg["deploy"]["password"] == "${SCRAPYD_PASSWORD}"
+    assert all("password" not in t or t["password"] == "${SCRAPYD_PASSWORD}" for t in targets)
+    assert not [t["url"] for t in targets if t["url"].endswith("/")]
+
+
+@pytest.mark.parametrize("unset", ["SCRAPYD_USERNAME", "SCRAPYD_PASSWORD"])
+def test_scrapyd_does_not_start_without_credentials(tmp_path, unset):
+    # scrapyd itself would start and serve everyone; the configuration stops it instead.
+    server = Scrapyd(tmp_path, {k: v for k, v in CREDENTIALS.items() if k != unset})
+    try:
+        status = server.process.wait(timeout=30)
+    finally:
+        if server.process.poll() is None:
+            server.stop()
+    output = server.output.read_text(encoding="utf-8")
+    assert status != 0
+    assert f"interpolation key '{unset.lower()}'" in output
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", server.port), timeout=5):
+        pass
+
+
+@pytest.mark.parametrize("auth", [None, (USERNAME, "not-the-password"), ("someone", PASSWORD)])
+def test_requests_without_the_credentials_are_refused(scrapyd, tmp_path, auth):
+    conf = write_conf(tmp_path, ["http://a.test/"])
+    form = {"project": "tarantula", "spider": "tarantula", "conf": str(conf)}
+    for endpoint, data in [("schedule.json", form), ("listjobs.json?project=tarantula", None),
+                           ("daemonstatus.json", None), ("", None)]:  # fmt: skip
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            scrapyd.call(endpoint, data, auth=auth)
+        assert refused.value.code == 401, endpoint
+    jobs = scrapyd.get("listjobs.json", project="tarantula")
+    assert not any(jobs[state] for state in ("pending", "running")), jobs
+
+
+def test_a_deploy_without_the_credentials_is_refused(scrapyd):
+    # Unset variables: scrapyd-deploy sends "${SCRAPYD_USERNAME}" as written.
+    for credentials in [{}, {**CREDENTIALS, "SCRAPYD_PASSWORD": "not-the-password"}]:
+        refused = deploy(scrapyd.url, "-p", "intruder", "-v", "1", **credentials)
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "Deploy failed (401)" in refused.stderr
+    assert scrapyd.get("listprojects.json")["projects"] == ["tarantula"]
 
 
 def test_a_crawl_runs_as_a_scrapyd_job(scrapyd, tmp_path):
     with SiteServer(root=DEMO_SITE) as web:
         seeds = [web.url("www.demo.test", "/")]
         job_conf = write_conf(tmp_path, seeds, scope="domain-scope", threads=2)
-        job = scrapyd.schedule(job_conf)
+        # Scheduled as the README shows: scrapyd-client with scrapy.cfg's target and credentials.
+        scheduled = subprocess.run(
+            [str(BIN / "scrapyd-client"), "schedule", "-t", "env", "-p", "tarantula", "tarantula",
+             "--arg", f"conf={job_conf}"],
+            cwd=PROJECT, env=environment(SCRAPYD_URL=scrapyd.url, **CREDENTIALS),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert scheduled.returncode == 0, scheduled.stdout + scheduled.stderr
+        found = re.search(r"tarantula / tarantula => (\w+)", scheduled.stdout)
+        assert found, scheduled.stdout + scheduled.stderr
+        job = found[1]
         scrapyd.wait(job)
         direct_folder = tmp_path / "direct"
         direct_folder.mkdir()
