@@ -16,7 +16,12 @@ COMMANDS_MODULE = "tarantula.commands"
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 EXTENSIONS = {
+    # Signal handlers run in this order. The status line goes first: it holds the terminal's log
+    # to warnings before LogStats's first line, and is taken down before the summary is logged;
+    # the report, which shows the summary, comes after it.
+    "tarantula.extensions.status.CrawlStatus": -100,
     "tarantula.extensions.summary.CrawlSummary": 100,
+    "tarantula.extensions.report.CrawlReport": 200,
 }
 
 TWISTED_DNS_RESOLVER = "tarantula.resolver.MappedResolver"
@@ -44,10 +49,13 @@ DOWNLOADER_MIDDLEWARES = {
     "tarantula.downloadermiddlewares.redirect.RedirectMiddleware": 600,
     # Sees the final, decompressed response (after redirects and HttpCompressionMiddleware).
     "tarantula.downloadermiddlewares.render.RenderMiddleware": 580,
+    # Top of the chain: the request as sent, every answer as received (see its docstring).
+    "tarantula.downloadermiddlewares.warc.WarcMiddleware": 950,
 }
 ITEM_PIPELINES = {
     "tarantula.pipelines.mirror.MirrorPipeline": 300,
     "tarantula.pipelines.index.IndexPipeline": 400,
+    "tarantula.pipelines.browse.BrowsePipeline": 500,
 }
 
 # Network faults are counted and reported, not errors of the crawler: keep ERROR for real bugs.

@@ -31,8 +31,9 @@ DUPLICATES_NAME = "duplicates.tsv"
 STATE_FOLDER = ".tarantula"
 STATE_NAME = "state.db"
 STATS_NAME = "stats.json"  # the last run's final Scrapy stats, in the state folder
+REPORT_NAME = "report.html"  # the crawl report (SPEC 11), written at the end of every run
 #: Top-level names of the repository that are not mirrored documents.
-OWN_NAMES = frozenset({INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER})
+OWN_NAMES = frozenset({INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER, "browse", REPORT_NAME})
 
 
 #: Seconds to wait before resuming a crawl that ended unfinished, but for the time limit.
@@ -89,12 +90,21 @@ class Repository:
         return self.root / DUPLICATES_NAME
 
     @property
+    def browse(self) -> Path:
+        """The browsable copy of the mirror (SPEC 11, :mod:`tarantula.core.browse`)."""
+        return self.root / "browse"
+
+    @property
     def state_path(self) -> Path:
         return self.root / STATE_FOLDER / STATE_NAME
 
     @property
     def stats_path(self) -> Path:
         return self.root / STATE_FOLDER / STATS_NAME
+
+    @property
+    def report(self) -> Path:
+        return self.root / REPORT_NAME
 
     def last_run(self) -> Run | None:
         """The latest run, read without opening the state for writing (None: never crawled)."""

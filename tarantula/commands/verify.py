@@ -1,0 +1,392 @@
+"""``scrapy verify CONF``: check that a crawl's repository is whole (SPEC 11).
+
+It reads the crawl state, without changing it, and checks that
+
+- every stored document has its file in the mirror, and the file's content MD5 is the one the
+  state recorded when it was stored;
+- no file of the mirror lacks a stored document (the repository's own files aside:
+  :data:`OWN_FILES`; a temporary file a killed run left is reported);
+- ``index.txt`` holds one record per stored document and nothing else;
+- with ``browsable``, ``browse/`` holds a copy of every stored document and nothing else, and
+  every relative link of its pages and style sheets leads to a file in it;
+- with ``warc``, every file under ``warc/`` reads to its end: each gzip member is complete
+  (``warcio check`` does not see a member cut short) and each record holds all its bytes.
+
+It prints one line per problem, ``<where>: <what>`` (a path of the repository, or ``index.txt:<line>``),
+a summary on stderr, and exits 0 when there is no problem, 1 otherwise (2 for a bad configuration
+file). Files are hashed by a pool of threads and the pages of ``browse/`` read by a pool of
+processes (``--jobs``, one per CPU by default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sqlite3
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from tarantula.commands import load_or_report
+from tarantula.core.browse import BROWSE_NAME, COPY, decode_page, kind_of, link_target, page_links
+from tarantula.core.browse import record_fields as _record_fields
+from tarantula.core.config import CrawlConfig
+from tarantula.core.document import codec_for_label
+from tarantula.core.repository import OWN_NAMES, Repository
+
+if TYPE_CHECKING:
+    import argparse
+
+#: Top-level names of a repository that are its own files, not mirrored documents: the index,
+#: duplicates and state, and the outputs of SPEC 11.
+OWN_FILES = OWN_NAMES | {BROWSE_NAME, "warc", "report.html"}
+
+#: Bytes read at a time from a WARC file.
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Stored:
+    url: str
+    path: str
+    md5: str
+    kind: str  # how its browse copy is made (tarantula.core.browse.kind_of)
+    codec: str | None
+
+
+@dataclass
+class Tally:
+    """What was checked, for the summary line."""
+
+    documents: int = 0
+    files: int = 0
+    browse_files: int = 0
+    links: int = 0
+    warc_files: int = 0
+    problems: int = 0
+    seconds: float = field(default=0.0)
+
+    def summary(self, root: Path) -> str:
+        parts = [f"{self.documents} documents", f"{self.files} files"]
+        if self.browse_files:
+            parts.append(f"{self.browse_files} browse files ({self.links} links)")
+        if self.warc_files:
+            parts.append(f"{self.warc_files} WARC files")
+        verdict = f"{self.problems} problems" if self.problems else "no problems"
+        return f"Verified {root}: {', '.join(parts)}: {verdict} ({self.seconds:.1f} s)"
+
+
+def verify(config: CrawlConfig, tally: Tally | None = None, jobs: int = 1) -> Iterator[str]:
+    """The problems of the repository of ``config``, one line each (see the module docstring),
+    with ``jobs`` processes reading the pages of ``browse/`` (and as many threads, at least 4,
+    hashing files)."""
+    tally = tally if tally is not None else Tally()
+    started = time.monotonic()
+    repository = Repository(config.repository)
+    root = repository.root
+    if not repository.state_path.is_file():
+        yield f"{root}: no crawl state ({repository.state_path} is missing)"
+        tally.problems += 1
+        return
+    documents = read_documents(repository.state_path)
+    tally.documents = len(documents)
+    for problem in _all_checks(config, repository, documents, tally, max(1, jobs)):
+        tally.problems += 1
+        yield problem
+    tally.seconds = time.monotonic() - started
+
+
+def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str, Stored],
+                tally: Tally, jobs: int) -> Iterator[str]:  # fmt: skip
+    yield from check_index(repository.index, documents)
+    files = list_files(repository.root, skip=OWN_FILES)
+    tally.files = len(files)
+    with ThreadPoolExecutor(max(4, jobs)) as threads:  # hashing waits on the disk, not the GIL
+        yield from check_mirror(repository.root, documents, files, threads.map)
+    if config.browsable:
+        browse = repository.root / BROWSE_NAME
+        browse_files = list_files(browse)
+        tally.browse_files = len(browse_files)
+        yield from check_browse(browse, documents, browse_files, tally, jobs)
+    if config.warc:
+        yield from check_warc(repository.root / "warc", tally)
+
+
+def read_documents(state_path: Path) -> dict[str, Stored]:
+    """The stored documents of the crawl state at ``state_path``, by URL, read without writing."""
+    db = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT url, path, md5, substr(record, 1, instr(record || char(10), char(10)) - 1)"
+            " FROM documents ORDER BY path"
+        )
+        documents = {}
+        for url, path, md5, first_line in rows:
+            encoding, doc_type = _record_fields(first_line)
+            documents[url] = Stored(url, path, md5, kind_of(doc_type), codec_for_label(encoding))
+        return documents
+    finally:
+        db.close()
+
+
+def list_files(folder: Path, skip: Iterable[str] = ()) -> set[str]:
+    """Every file below ``folder`` (symbolic links included), as POSIX paths relative to it; top
+    level names in ``skip`` left out."""
+    found: set[str] = set()
+    skipped = set(skip)
+    stack = [(str(folder), "")]
+    while stack:
+        where, prefix = stack.pop()
+        try:
+            entries = list(os.scandir(where))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            if not prefix and entry.name in skipped:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append((entry.path, f"{prefix}{entry.name}/"))
+            else:
+                found.add(prefix + entry.name)
+    return found
+
+
+def check_index(index: Path, documents: dict[str, Stored]) -> Iterator[str]:
+    """One record in ``index.txt`` per stored document, and nothing else."""
+    listed: set[str] = set()
+    try:
+        stream = open(index, encoding="utf-8", errors="replace", newline="\n")  # noqa: SIM115
+    except FileNotFoundError:
+        yield f"{index.name}: missing"
+        return
+    with stream:
+        for number, line in enumerate(stream, 1):
+            line = line.rstrip("\n")
+            if not line or line.startswith("\t@"):
+                continue
+            fields = line.split("\t")
+            if len(fields) != 8:
+                yield f"{index.name}:{number}: not a record line nor a link line"
+                continue
+            url = fields[1]
+            if url in listed:
+                yield f"{index.name}:{number}: {url} listed again"
+            elif url not in documents:
+                yield f"{index.name}:{number}: {url} is not a stored document"
+            listed.add(url)
+    for url in documents.keys() - listed:
+        yield f"{index.name}: no record of the stored document {url}"
+
+
+def _md5(path: Path) -> str | None:
+    try:
+        with open(path, "rb", buffering=0) as stream:
+            return hashlib.file_digest(stream, "md5").hexdigest()
+    except OSError:
+        return None
+
+
+def _batches(items: list[Stored], size: int = 256) -> Iterator[list[Stored]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def check_mirror(root: Path, documents: dict[str, Stored], files: set[str],
+                 map_: Callable[..., Iterator[Any]]) -> Iterator[str]:  # fmt: skip
+    """Every stored document's file is there with its content; no other file is."""
+    present = []
+    for doc in documents.values():
+        if doc.path in files:
+            present.append(doc)
+        else:
+            yield f"{doc.path}: missing (stored for {doc.url})"
+
+    def hash_batch(batch: list[Stored]) -> list[str]:
+        problems = []
+        for doc in batch:
+            md5 = _md5(root / doc.path)
+            if md5 is None:
+                problems.append(f"{doc.path}: unreadable (stored for {doc.url})")
+            elif md5 != doc.md5:
+                problems.append(f"{doc.path}: changed (content MD5 {md5}, the state has {doc.md5})")
+        return problems
+
+    for problems in map_(hash_batch, _batches(present)):
+        yield from problems
+    stored = {doc.path for doc in documents.values()}
+    for path in sorted(files - stored):
+        yield f"{path}: not a stored document"
+
+
+def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], tally: Tally,
+                 jobs: int = 1) -> Iterator[str]:  # fmt: skip
+    """``browse/`` holds a copy of every stored document, nothing else, and every relative link
+    of its pages leads to one of its files. Pages are read by ``jobs`` processes."""
+    name = browse.name
+    pages = []
+    for doc in documents.values():
+        if doc.path not in files:
+            yield f"{name}/{doc.path}: missing (stored for {doc.url})"
+        elif doc.kind != COPY:
+            pages.append(doc)
+    stored = {doc.path for doc in documents.values()}
+    for path in sorted(files - stored):
+        yield f"{name}/{path}: not a stored document"
+    batches = list(_batches(pages, 500))
+    if jobs > 1 and len(batches) > 1:
+        # Reading pages is Python work that holds the GIL: processes, not threads. "spawn" does
+        # not fork a process that runs threads.
+        pool = ProcessPoolExecutor(
+            min(jobs, len(batches)),
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_reader,
+            initargs=(browse, files),
+        )
+        with pool:
+            for problems, count in pool.map(_broken_links, batches):
+                tally.links += count
+                yield from problems
+        return
+    _reader(browse, files)
+    for problems, count in map(_broken_links, batches):
+        tally.links += count
+        yield from problems
+
+
+_READER: dict[str, Any] = {}  # the browse folder and its files, in a process that reads pages
+
+
+def _reader(browse: Path, files: set[str]) -> None:
+    _READER.update(browse=browse, files=files)
+
+
+def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
+    """The broken links of the browse copies of ``batch``, one line each, and how many links."""
+    browse: Path = _READER["browse"]
+    files: set[str] = _READER["files"]
+    problems = []
+    count = 0
+    for doc in batch:
+        try:
+            body = (browse / doc.path).read_bytes()
+        except OSError as exc:
+            problems.append(f"{browse.name}/{doc.path}: unreadable ({exc.strerror})")
+            continue
+        links = page_links(decode_page(body, doc.codec)[0], doc.kind)
+        count += len(links)
+        broken: dict[str, None] = {}  # distinct, in document order
+        for link in links:
+            target = link_target(doc.path, link)
+            if target is not None and target not in files:
+                broken[link] = None
+        problems += (f"{browse.name}/{doc.path}: broken link {link}" for link in broken)
+    return problems, count
+
+
+def check_warc(folder: Path, tally: Tally) -> Iterator[str]:
+    """Every file under ``folder`` reads to its end as WARC records."""
+    names = sorted(list_files(folder))
+    tally.warc_files = len(names)
+    if not names:
+        return
+    try:
+        from warcio.archiveiterator import ArchiveIterator
+    except ImportError:
+        yield f"{folder.name}/: warcio not installed, the WARC files cannot be read"
+        return
+    for name in names:
+        path = folder / name
+        where = f"{folder.name}/{name}"
+        if path.stat().st_size == 0:
+            yield f"{where}: empty"
+            continue
+        if name.endswith(".gz"):
+            cut = gzip_cut(path)
+            if cut is not None:
+                yield f"{where}: {cut}"
+                continue
+        try:
+            with open(path, "rb") as stream:
+                iterator = ArchiveIterator(stream, no_record_parse=True)
+                for record in iterator:
+                    size = 0
+                    while chunk := record.raw_stream.read(_CHUNK):
+                        size += len(chunk)
+                    if size != record.length:
+                        offset = iterator.get_record_offset()
+                        yield f"{where}: record at offset {offset} holds {size} of its {record.length} bytes"
+                        break
+        except Exception as exc:  # warcio raises many kinds on a damaged file: each is a problem
+            yield f"{where}: unreadable: {type(exc).__name__}: {exc}"
+
+
+def gzip_cut(path: Path) -> str | None:
+    """Why the gzip file at ``path`` is damaged (a member cut short, a bad checksum, bytes that
+    are not gzip), or None when every member is whole."""
+    position = 0  # in the file, of data's first byte
+    member_start = 0
+    member = None
+    with open(path, "rb") as stream:
+        data = stream.read(_CHUNK)
+        while data:
+            if member is None:
+                member, member_start = zlib.decompressobj(zlib.MAX_WBITS | 16), position
+            try:
+                member.decompress(data, _CHUNK)  # the output is not kept: bounded memory
+                while member.unconsumed_tail and not member.eof:
+                    member.decompress(member.unconsumed_tail, _CHUNK)
+            except zlib.error as exc:
+                return f"gzip member at offset {member_start} is damaged: {exc}"
+            if member.eof:
+                rest = member.unused_data
+                position += len(data) - len(rest)
+                member = None
+                data = rest or stream.read(_CHUNK)
+            else:
+                position += len(data)
+                data = stream.read(_CHUNK)
+    if member is not None:
+        return f"the gzip member at offset {member_start} is cut short"
+    return None
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[options] CONF"
+
+    def short_desc(self) -> str:
+        return "Check that a crawl's repository is whole: files, hashes, index, browse/, warc/"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--jobs",
+            type=int,
+            default=os.cpu_count() or 1,
+            help="processes reading the pages of browse/ (default: one per CPU)",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give the configuration file")
+        config = load_or_report(self, args[0])
+        if config is None:
+            return
+        tally = Tally()
+        for problem in verify(config, tally, opts.jobs):
+            print(problem, flush=False)
+        sys.stdout.flush()
+        print(tally.summary(config.repository), file=sys.stderr)
+        self.exitcode = 1 if tally.problems else 0

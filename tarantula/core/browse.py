@@ -1,0 +1,864 @@
+"""The browsable copy of the mirror (SPEC 11, ``browsable = yes``): ``<repository>/browse/``.
+
+``browse/<path>`` holds, for every stored document at mirror ``<path>``, a copy for reading offline:
+in an HTML page (and a CSS file) every link to a stored document becomes a relative path that
+resolves inside ``browse/``, and every other link an absolute URL; anything else is the raw copy
+itself (hard-linked, else copied). The raw copies are never altered.
+
+Two parts. The first is pure: :func:`convert_document` rewrites a page's links (``href``, ``src``,
+``srcset``, CSS ``url()`` and ``@import`` in ``style`` attributes, ``<style>`` and CSS files, a
+``<meta http-equiv=refresh>`` target), after resolving them against the page's ``<base href>``,
+whose ``href`` it then removes. Only the link values change: the rest of the page, byte for byte,
+is what the server sent (wget's ``-k`` edits pages the same way). :func:`relative_link` writes
+the path between two mirror files as a link a browser opening the file follows, with each name
+percent-encoded (a query's ``?`` is ``%3F``, a ``%`` in a name is ``%25``):
+
+>>> relative_link("ex.com/news/index.html", "ex.com/page.php?id=1")
+'../page.php%3Fid=1'
+>>> stored = {"http://ex.com/a.html": "ex.com/a.html"}
+>>> def locate(url):
+...     return url, stored.get(url)
+>>> page = b'<base href="http://ex.com/"><a href="a.html#top">A</a> <img src="b.png">'
+>>> data, links = convert_document(page, "html", None, "http://ex.com/x/y.html", "ex.com/x/y.html", locate)
+>>> print(data.decode())
+<base><a href="../a.html#top">A</a> <img src="http://ex.com/b.png">
+>>> sorted(links.local), sorted(links.absolute)
+(['http://ex.com/a.html'], ['http://ex.com/b.png'])
+
+The second part, :class:`BrowseMirror`, keeps ``browse/`` in line with the crawl state as the crawl
+goes (see its docstring). :func:`page_links` and :func:`link_target` serve ``scrapy verify``,
+which checks that every relative link of ``browse/`` resolves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import html
+import logging
+import os
+import posixpath
+import re
+import time
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+from urllib.parse import quote, unquote_to_bytes
+
+from tarantula.core.database import StateDB
+from tarantula.core.document import codec_for_label
+from tarantula.core.frontier import url_hash
+from tarantula.core.mirror import UnsafePath, store_path, write_atomic
+from tarantula.core.urls import LinkResolver, UrlRejected, join_url
+
+logger = logging.getLogger(__name__)
+
+#: The folder of the browsable copy, at the top of the repository.
+BROWSE_NAME = "browse"
+
+#: What a document's browse copy is made of: its links rewritten (an HTML page, a CSS file) or
+#: the raw copy itself.
+HTML, CSS, COPY = "html", "css", "copy"
+
+#: An absolute URL without its fragment -> its normalized form (None when the crawl could never
+#: store it: mailto:, an invalid URL) and the mirror path of its stored copy (None: not stored).
+Locate = Callable[[str], tuple[str | None, str | None]]
+
+#: A link as written -> its replacement, or None to leave it as it is.
+Convert = Callable[[str], str | None]
+
+
+def kind_of(doc_type: str | None) -> str:
+    """How a document of short type ``doc_type`` is copied into ``browse/``.
+
+    >>> kind_of("html"), kind_of("css"), kind_of("pdf"), kind_of(None)
+    ('html', 'css', 'copy', 'copy')
+    """
+    return doc_type if doc_type in (HTML, CSS) else COPY
+
+
+# -- paths and links ---------------------------------------------------------------------------
+
+#: Characters kept as they are in a name written into a link; everything else, '%', '?' and '#'
+#: first, is percent-encoded, so the browser looks for the very name on disk. Parentheses and
+#: quotes are encoded too: the same link goes into unquoted CSS ``url()``.
+_NAME_SAFE = "!$&+,;=:@"
+
+
+def relative_link(page_path: str, target_path: str) -> str:
+    """The link, in the page at mirror path ``page_path``, to the file at ``target_path``.
+
+    >>> relative_link("ex.com/a/b.html", "ex.com/c.html"), relative_link("ex.com/index.html", "ex.com/index.html")
+    ('../c.html', 'index.html')
+    >>> relative_link("ex.com/x/index.html", "other.org:8080/a b.pdf")
+    '../../other.org:8080/a%20b.pdf'
+
+    A name's own percent-encoding is kept as part of the name, and a first segment with a ':'
+    is marked as a path, not taken for a scheme:
+
+    >>> relative_link("ex.com/index.html", "ex.com/a%2Fb"), relative_link("ex.com/index.html", "ex.com/a:b.html")
+    ('a%252Fb', './a:b.html')
+    """
+    page = page_path.split("/")[:-1]
+    target = target_path.split("/")
+    common = 0
+    for mine, theirs in zip(page, target[:-1], strict=False):
+        if mine != theirs:
+            break
+        common += 1
+    parts = [".."] * (len(page) - common) + [quote(p, safe=_NAME_SAFE) for p in target[common:]]
+    link = "/".join(parts)
+    return "./" + link if ":" in parts[0] else link
+
+
+# WHATWG URL parsing strips leading and trailing C0 controls and spaces and removes tab and
+# newlines anywhere; a backslash is a slash in a file: URL.
+_C0_SPACE = "".join(map(chr, range(0x21)))
+_TAB_NEWLINE = str.maketrans("", "", "\t\n\r")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def link_target(page_path: str, link: str) -> str | None:
+    """Where a link of the page at ``page_path`` in ``browse/`` leads, as a path relative to
+    ``browse/`` (normalized: one that starts with ``../`` or ``/`` leads out of it); None for a
+    link that is not a relative path (a URL with a scheme, ``//host``, a fragment, empty).
+
+    >>> link_target("ex.com/a/b.html", "../page.php%3Fid=1#x"), link_target("ex.com/b.html", "../../c")
+    ('ex.com/page.php?id=1', '../c')
+    >>> link_target("ex.com/b.html", "http://ex.com/"), link_target("ex.com/b.html", "#top")
+    (None, None)
+    """
+    link = link.strip(_C0_SPACE)
+    if "\t" in link or "\n" in link or "\r" in link:
+        link = link.translate(_TAB_NEWLINE)
+    if "\\" in link:
+        link = link.replace("\\", "/")
+    if not link or link[0] == "#" or link.startswith("//") or _SCHEME.match(link):
+        return None
+    path = link
+    for mark in "?#":
+        if (cut := path.find(mark)) >= 0:
+            path = path[:cut]
+    if "%" in path:
+        path = unquote_to_bytes(path).decode("utf-8", "surrogateescape")
+    if not path:  # "?x": the page itself
+        return page_path
+    if path[0] == "/":
+        return path
+    folder = page_path.rpartition("/")[0]
+    target = posixpath.normpath(f"{folder}/{path}" if folder else path)
+    if path in (".", "..") or path.endswith(("/", "/.", "/..")):
+        target += "/"  # a folder: never a stored file
+    return target
+
+
+# -- HTML ---------------------------------------------------------------------------------------
+
+_WS = "\t\n\f\r "
+# A tag's attributes, as the HTML tokenizer reads them (a quoted value may hold '>'). Possessive
+# quantifiers: a tag is matched in one pass whatever it holds, and what follows the attributes
+# and their separators is always '>' or the end of the text.
+_ATTRIBUTES = (
+    rf"(?:[{_WS}/]*+[^{_WS}/>][^{_WS}/>=]*+"
+    rf"(?:[{_WS}]*+=[{_WS}]*+(?:\"[^\"]*+\"|'[^']*+'|[^{_WS}>]*+))?+)*+"
+)
+# The next token of markup: a comment, a declaration or processing instruction (a bogus comment
+# to HTML), an end tag, or a start tag with its name and its attributes (groups 1 and 2). A '<'
+# that starts none of them is text, and the search goes on past it.
+_TOKEN = re.compile(
+    r"<(?:!--(?:>|->|.*?(?:--!?>|\Z))"
+    r"|[!?][^>]*+>?"
+    rf"|/(?:[A-Za-z][^{_WS}/>]*+{_ATTRIBUTES}[{_WS}/]*+>?|>|[^>]*+>?)"
+    rf"|([A-Za-z][^{_WS}/>]*+)({_ATTRIBUTES})[{_WS}/]*+>?)",
+    re.DOTALL,
+)
+_ATTRIBUTE = re.compile(
+    rf"[{_WS}/]*+([^{_WS}/>][^{_WS}/>=]*+)"
+    rf"(?:[{_WS}]*+=[{_WS}]*+(\"[^\"]*+\"|'[^']*+'|[^{_WS}>]*+))?+"
+)
+# Attributes worth reading: a tag without any of these names is skipped unparsed.
+_LINKY = re.compile(
+    rf"(?:href|src|srcset|style|poster|background|action|data|cite|longdesc|content)[{_WS}]*=",
+    re.IGNORECASE,
+)
+#: Elements whose content is text, not markup, up to their end tag.
+_RAW_TEXT = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes")
+_RAW_END = {name: re.compile(rf"</{name}(?=[{_WS}/>]|\Z)", re.IGNORECASE) for name in _RAW_TEXT}
+
+#: Attributes holding one URL, on any element.
+URL_ATTRIBUTES = frozenset(
+    {"href", "src", "poster", "background", "action", "formaction", "cite", "longdesc", "lowsrc"}
+    | {"xlink:href"}
+)
+SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
+
+
+class _Ref(NamedTuple):
+    """A place in a page's text that holds links."""
+
+    kind: str  # url, srcset, css (a style attribute), style (a <style> element), refresh, base
+    start: int  # the span replaced: an attribute's value with its quotes, a <style>'s content,
+    end: int  # or for base the whole href attribute
+    value: str  # an attribute's value, character references decoded; a <style>'s text
+
+
+def _html_refs(text: str) -> Iterator[_Ref]:
+    """Every place in HTML ``text`` that holds links, in document order (see :func:`map_html`)."""
+    search = _TOKEN.search
+    pos = 0
+    while token := search(text, pos):
+        pos = token.end()
+        name = token[1]
+        if name is None:  # a comment, a declaration, an end tag
+            continue
+        attributes = token[2]
+        name = name.lower()
+        if attributes and _LINKY.search(attributes):
+            yield from _tag_refs(name, attributes, token.start(2))
+        if name in _RAW_END:
+            raw_end = _RAW_END[name].search(text, pos)
+            content_end = raw_end.start() if raw_end else len(text)
+            if name == "style" and content_end > pos:
+                yield _Ref("style", pos, content_end, text[pos:content_end])
+            pos = content_end
+        elif name == "plaintext":
+            return
+
+
+def _tag_refs(name: str, attributes: str, offset: int) -> Iterator[_Ref]:
+    seen: dict[str, tuple[int, int, str, int]] = {}
+    for m in _ATTRIBUTE.finditer(attributes):
+        attribute = m[1].lower()
+        if attribute in seen or m[2] is None:  # the first of a repeated attribute counts
+            continue
+        raw = m[2]
+        value = raw[1:-1] if raw[:1] in ("'", '"') else raw
+        # the value's span (with its quotes), its text, and where the attribute starts
+        seen[attribute] = (offset + m.start(2), offset + m.end(2), html.unescape(value),
+                           offset + m.start())  # fmt: skip
+    for attribute, (start, end, value, name_start) in seen.items():
+        if attribute in URL_ATTRIBUTES or (attribute == "data" and name == "object"):
+            if name == "base" and attribute == "href":
+                yield _Ref("base", name_start, end, value)
+            else:
+                yield _Ref("url", start, end, value)
+        elif attribute in SRCSET_ATTRIBUTES:
+            yield _Ref("srcset", start, end, value)
+        elif attribute == "style":
+            yield _Ref("css", start, end, value)
+        elif (
+            attribute == "content"
+            and name == "meta"
+            and "http-equiv" in seen
+            and seen["http-equiv"][2].strip().lower() == "refresh"
+        ):
+            yield _Ref("refresh", start, end, value)
+
+
+def base_href(text: str) -> str | None:
+    """The ``href`` of the page's first ``<base>`` that has one, as browsers take it.
+
+    >>> base_href('<a href="x"><base target=_top><BASE HREF="/d/&amp;"><base href="/e/">')
+    '/d/&'
+    """
+    for ref in _html_refs(text):
+        if ref.kind == "base":
+            return ref.value
+    return None
+
+
+def map_html(text: str, convert: Convert, *, drop_base: bool = True) -> str:
+    """``text`` with each link replaced by ``convert(link)`` where that is not None.
+
+    Links are the values of :data:`URL_ATTRIBUTES` (and ``<object data>``), the URLs of
+    ``srcset`` and ``imagesrcset``, CSS ``url()`` and ``@import`` in ``style`` attributes and
+    ``<style>`` elements, and the target of ``<meta http-equiv=refresh>``. Comments, scripts
+    and other raw text are left alone. A changed attribute is written in double quotes with its
+    characters escaped; nothing else of the text changes. With ``drop_base`` the ``href`` of
+    every ``<base>`` is removed (the links were resolved against it already).
+
+    >>> map_html('<A HREF=x.html>x</a><!-- <a href=y> --><p style="background: url(\\'z.png\\')">',
+    ...          lambda link: link.upper())
+    '<A HREF="X.HTML">x</a><!-- <a href=y> --><p style="background: url(\\'Z.PNG\\')">'
+    """
+    return _map_refs(text, _html_refs(text), convert, drop_base)
+
+
+def _map_refs(text: str, refs: Iterable[_Ref], convert: Convert, drop_base: bool) -> str:
+    edits: list[tuple[int, int, str]] = []
+    for ref in refs:
+        kind = ref.kind
+        if kind == "base":
+            if drop_base:
+                edits.append((ref.start, ref.end, ""))
+            continue
+        new: str | None
+        if kind == "style":
+            new = map_css(ref.value, convert)
+        elif kind == "url":
+            new = convert(ref.value)
+        elif kind == "srcset":
+            new = map_srcset(ref.value, convert)
+        elif kind == "css":
+            new = map_css(ref.value, convert)
+        else:
+            new = map_refresh(ref.value, convert)
+        if new is None or new == ref.value:
+            continue
+        if kind != "style":  # an attribute value, double-quoted: only '&' and '"' need escaping
+            new = '"' + new.replace("&", "&amp;").replace('"', "&quot;") + '"'
+        edits.append((ref.start, ref.end, new))
+    return _apply(text, edits)
+
+
+def page_links(text: str, doc_kind: str = HTML) -> list[str]:
+    """Every link of an HTML page (or, for ``doc_kind`` css, a style sheet) as written.
+
+    >>> page_links('<img srcset="a.png 1x, b.png 2x"><style>@import "c.css";</style>')
+    ['a.png', 'b.png', 'c.css']
+    """
+    found: list[str] = []
+
+    def record(link: str) -> None:
+        found.append(link)
+
+    if doc_kind == CSS:
+        map_css(text, record)
+    else:
+        map_html(text, record, drop_base=False)
+    return found
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    if not edits:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, end, new in edits:
+        out += (text[pos:start], new)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# -- srcset, CSS, refresh -------------------------------------------------------------------------
+
+_SRCSET_URL = re.compile(rf"[{_WS},]*+([^{_WS}]+)")
+_SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
+
+
+def map_srcset(value: str, convert: Convert) -> str:
+    """A ``srcset`` value with each candidate's URL replaced by ``convert(url)`` where that is not
+    None, read as the HTML standard reads it (a URL may hold commas; descriptors end at a comma
+    outside parentheses).
+
+    >>> map_srcset("a.png 1x,b,c.png 2x, d.png", str.upper)
+    'A.PNG 1x,B,C.PNG 2x, D.PNG'
+    """
+    edits: list[tuple[int, int, str]] = []
+    pos = 0
+    while m := _SRCSET_URL.match(value, pos):
+        url = m[1]
+        start, end = m.span(1)
+        if url.endswith(","):
+            url = url.rstrip(",")
+            pos = end
+            end = start + len(url)
+        else:
+            pos = _SRCSET_DESCRIPTORS.match(value, end).end()  # type: ignore[union-attr]
+        if url and (new := convert(url)) is not None:
+            edits.append((start, end, new))
+    return _apply(value, edits)
+
+
+_CSS_REF = re.compile(
+    r"""(?<![\w-])(url\(\s*)(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|([^)"'\s\\]*))\s*\)"""
+    r"""|(@import\s*)(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)')""",
+    re.IGNORECASE | re.DOTALL,
+)
+_CSS_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{1,6})[ \t\n]?|(.))", re.DOTALL)
+_CSS_BARE_UNSAFE = re.compile(r"[\s\"'()\\]")
+
+
+def _css_unescape(text: str) -> str:
+    def char(m: re.Match[str]) -> str:
+        if m[1] is None:
+            return "" if m[2] == "\n" else m[2]
+        code = int(m[1], 16)
+        return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
+
+    return _CSS_ESCAPE.sub(char, text) if "\\" in text else text
+
+
+def map_css(css: str, convert: Convert) -> str:
+    """CSS text with the URL of each ``url()`` and ``@import`` replaced by ``convert(url)`` where
+    that is not None. A new URL keeps the quotes of the old one, escaped as CSS needs; an unquoted
+    one that needs quotes gets double quotes.
+
+    >>> map_css('a { background: url( "x.png" ) } @import \\'y.css\\'; b { c: url(z.png) }', str.upper)
+    'a { background: url( "X.PNG" ) } @import \\'Y.CSS\\'; b { c: url(Z.PNG) }'
+    >>> map_css("p { background: url(a.png) }", lambda url: "a (1).png")
+    'p { background: url("a (1).png") }'
+    """
+    edits: list[tuple[int, int, str]] = []
+    for m in _CSS_REF.finditer(css):
+        group = next(g for g in (2, 3, 4, 6, 7) if m[g] is not None)
+        url = _css_unescape(m[group]).strip(_WS)
+        if not url or (new := convert(url)) is None:
+            continue
+        quote_mark = {2: '"', 3: "'", 6: '"', 7: "'"}.get(group)
+        if quote_mark is None and _CSS_BARE_UNSAFE.search(new):
+            start, end = m.span(group)
+            edits.append((start, end, '"' + _css_string(new, '"') + '"'))
+            continue
+        escaped = new if quote_mark is None else _css_string(new, quote_mark)
+        edits.append((*m.span(group), escaped))
+    return _apply(css, edits)
+
+
+def _css_string(text: str, quote_mark: str) -> str:
+    text = text.replace("\\", "\\\\").replace(quote_mark, "\\" + quote_mark)
+    return text.replace("\n", "\\a ").replace("\r", "\\d ")
+
+
+_REFRESH = re.compile(
+    r"""(\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?)(['"]?)(.*?)\2(\s*)$""", re.IGNORECASE | re.DOTALL
+)
+
+
+def map_refresh(content: str, convert: Convert) -> str:
+    """The ``content`` of ``<meta http-equiv=refresh>`` with its URL replaced by
+    ``convert(url)`` where that is not None.
+
+    >>> map_refresh("5; URL='next.html'", str.upper), map_refresh("5", str.upper)
+    ("5; URL='NEXT.HTML'", '5')
+    """
+    m = _REFRESH.match(content)
+    if m is None or not m[3]:
+        return content
+    new = convert(m[3])
+    return content if new is None else content[: m.start(3)] + new + content[m.end(3) :]
+
+
+# -- converting a document ------------------------------------------------------------------------
+
+
+@dataclass
+class PageLinks:
+    """The normalized URLs a converted document links to, as written into its browse copy."""
+
+    local: set[str] = field(default_factory=set)  # stored: written as relative paths
+    absolute: set[str] = field(default_factory=set)  # not stored (yet): written as absolute URLs
+
+
+def link_converter(page_url: str, page_path: str, base: str | None, locate: Locate,
+                   found: PageLinks) -> Convert:  # fmt: skip
+    """The :data:`Convert` of the page at ``page_url`` (mirror path ``page_path``), whose
+    ``<base href>`` is ``base``: each link is resolved against the base; a link to a stored
+    document becomes a relative path (its fragment kept), one to any other http(s) URL that URL,
+    absolute. Links that are not http(s) (``mailto:``, ``javascript:``, ``data:``), and fragment
+    and empty links when the base is the page itself, stay as they are. ``found`` collects the
+    targets (their normalized URLs) of both kinds.
+
+    >>> found = PageLinks()
+    >>> convert = link_converter("http://ex.com/a/", "ex.com/a/index.html", None,
+    ...                          lambda url: (url, "ex.com/b.html" if url.endswith("/b") else None), found)
+    >>> convert("../b#x"), convert("c.html"), convert("#top"), convert("mailto:me@ex.com")
+    ('../b.html#x', 'http://ex.com/a/c.html', None, None)
+    """
+    resolved = page_url
+    if base:
+        with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
+            resolved = join_url(page_url, base)
+    join = LinkResolver(resolved).join
+    same_base = resolved.partition("#")[0] == page_url
+    cache: dict[str, tuple[str | None, str | None]] = {}
+
+    def convert(link: str) -> str | None:
+        stripped = link.strip(_C0_SPACE)
+        if same_base and (not stripped or stripped[0] == "#"):
+            return None
+        try:
+            absolute = join(link)
+        except UrlRejected:
+            return None
+        if not absolute[:8].lower().startswith(("http://", "https://")):
+            return None
+        url, hash_mark, fragment = absolute.partition("#")
+        target = cache.get(url)
+        if target is None:
+            target = cache[url] = locate(url)
+        key, path = target
+        if path is not None and key is not None:
+            found.local.add(key)
+            return relative_link(page_path, path) + hash_mark + fragment
+        if key is not None:
+            found.absolute.add(key)
+        return absolute if absolute != link else None
+
+    return convert
+
+
+def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
+    """The text of a page and the codec that gives back exactly ``body`` when it is encoded again
+    (``errors="surrogateescape"``): the page's own codec, else UTF-8, else Latin-1 (which reads
+    the markup right whatever the page's encoding, if not the non-ASCII letters of its URLs)."""
+    for name in (codec, "utf-8", "latin-1"):
+        if not name:
+            continue
+        try:
+            text = body.decode(name, "surrogateescape")
+            if text.encode(name, "surrogateescape") == body:
+                return text, name
+        except (UnicodeError, LookupError):
+            continue
+    return body.decode("latin-1"), "latin-1"
+
+
+def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, page_path: str,
+                     locate: Locate) -> tuple[bytes, PageLinks]:  # fmt: skip
+    """The browse copy of an HTML page or a CSS file (``kind``) stored at ``page_path`` for
+    ``page_url``, decoded with ``codec`` (a Python codec name; None: UTF-8), and what it links
+    to. A page without links to change is returned as it came."""
+    found = PageLinks()
+    text, codec_used = decode_page(body, codec)
+    if kind == CSS:
+        converted = map_css(text, link_converter(page_url, page_path, None, locate, found))
+    else:
+        refs = list(_html_refs(text))  # one reading: the <base> applies to the links before it too
+        base = next((ref.value for ref in refs if ref.kind == "base"), None)
+        convert = link_converter(page_url, page_path, base, locate, found)
+        converted = _map_refs(text, refs, convert, True)
+    if converted == text:
+        return body, found
+    try:
+        return converted.encode(codec_used, "surrogateescape"), found
+    except UnicodeError:  # a character of the base URL the page's encoding cannot hold
+        return converted.encode(codec_used, "xmlcharrefreplace"), found
+
+
+# -- keeping browse/ up to date -----------------------------------------------------------------
+
+_SCHEMA = (
+    # One row per document that has a browse copy: what it was made from, and the targets of its
+    # links (url_hash values, sorted int64 arrays) written as relative paths and as absolute URLs.
+    "CREATE TABLE IF NOT EXISTS browse_copies (hash INTEGER PRIMARY KEY, url TEXT NOT NULL,"
+    " path TEXT NOT NULL, md5 TEXT NOT NULL, kind TEXT NOT NULL, codec TEXT,"
+    " local BLOB NOT NULL, absolute BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS browse_copies_path ON browse_copies (path)",
+    # Which pages wait for which targets: the absolute links, by target.
+    "CREATE TABLE IF NOT EXISTS browse_waiting (target INTEGER NOT NULL, page INTEGER NOT NULL,"
+    " PRIMARY KEY (target, page)) WITHOUT ROWID",
+    # Pages to write again, as a target they link to arrived or left.
+    "CREATE TABLE IF NOT EXISTS browse_dirty (page INTEGER PRIMARY KEY)",
+    # Browse paths whose file is to be written or deleted once the rows that say so are committed.
+    "CREATE TABLE IF NOT EXISTS browse_pending (path TEXT PRIMARY KEY) WITHOUT ROWID",
+)
+_TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending")
+
+#: Converted pages held in memory, waiting for the commit after which they are written, before
+#: a long piece of work (a bulk conversion) commits early.
+_QUEUE_LIMIT = 32 * 1024 * 1024
+
+
+def _hashes(urls: Iterable[str]) -> bytes:
+    return array("q", sorted({url_hash(u) for u in urls})).tobytes()
+
+
+def _unpack(blob: bytes) -> array[int]:
+    values = array("q")
+    values.frombytes(blob)
+    return values
+
+
+def record_fields(record: str) -> tuple[str | None, str | None]:
+    """The encoding label and the type of a stored document, from its index record.
+
+    >>> record_fields("0\\thttp://h/\\thttp://h/\\tT\\tutf-8\\thtml\\t-\\t-\\n\\t@http://h/a A\\n")
+    ('utf-8', 'html')
+    """
+    fields = record.partition("\n")[0].split("\t")
+    if len(fields) < 6:
+        return None, None
+    encoding, doc_type = fields[4], fields[5]
+    return (None if encoding == "-" else encoding), (None if doc_type == "-" else doc_type)
+
+
+class BrowseMirror:
+    """Keeps ``<repository>/browse/`` in line with the crawl state, as the crawl goes.
+
+    :meth:`stored` converts each stored document at once: its page is written with the links it
+    can resolve then. Every page remembers, in the crawl's database, which of its targets were
+    not stored yet (``browse_waiting``) and which it links to as files; when a waited-for target
+    is stored, the pages waiting for it are marked (``browse_dirty``), and
+    :meth:`update_if_due` (every ``interval`` seconds) and :meth:`close` write them again.
+    :meth:`reconcile`, run when a run opens and closes, compares the copies with the documents
+    of the state: a document removed (a recrawl's 404, a redirect) loses its copy and the pages
+    linking to it link to its URL instead; a document with no copy (a crash, ``browsable``
+    turned on later) gets one.
+
+    The rows that say what ``browse/`` holds are written in the crawl's transaction, and the
+    files only after that transaction is committed (``browse_pending`` lists them until they are
+    written): after a kill, the next run writes what the state says and nothing more.
+
+    ``normalize`` is the crawl's URL normalization (a link's key); ``count(event, n)`` is told
+    ``converted``, ``copied``, ``updated``, ``removed`` and ``failed``.
+    """
+
+    def __init__(
+        self,
+        db: StateDB,
+        repository: Path,
+        normalize: Callable[[str], str],
+        *,
+        interval: float = 10.0,
+        count: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.db = db
+        self.repository = Path(repository)
+        self.root = self.repository / BROWSE_NAME
+        self.normalize = normalize
+        self.interval = interval
+        self.count = count or (lambda event, n: None)
+        self.clock = clock
+        self._dirty: set[int] = set()  # pages to write again: a target arrived or left
+        self._queue: dict[str, bytes | Path | None] = {}  # path -> content, raw copy, None: delete
+        self._queued = 0
+        self._last_update = clock()
+        for statement in _SCHEMA:
+            db.execute(statement)
+        db.on_commit(after=self._write_files)
+
+    # -- the crawl's events --
+
+    def open(self) -> None:
+        """At the start of a run: finish what a killed run left, then :meth:`reconcile`."""
+        if not self.root.is_dir():  # never built, or deleted by hand: build it all
+            for table in _TABLES:
+                self.db.execute(f"DELETE FROM {table}")
+        self._dirty = {page for (page,) in self.db.execute("SELECT page FROM browse_dirty")}
+        redo: set[int] = set()
+        for (path,) in self.db.execute("SELECT path FROM browse_pending").fetchall():
+            row = self.db.execute("SELECT hash FROM browse_copies WHERE path = ?", (path,))
+            owners = [h for (h,) in row]
+            if owners:
+                redo.update(owners)
+            else:
+                self._queue_file(path, None)
+        self.reconcile(redo)
+
+    def stored(self, url: str, path: str, md5: str, doc_type: str | None, encoding: str | None,
+               body: bytes) -> None:  # fmt: skip
+        """A document was stored (new or changed) at mirror ``path``: write its browse copy."""
+        row = self.db.execute(
+            "SELECT md5, path FROM browse_copies WHERE hash = ?", (url_hash(url),)
+        ).fetchone()
+        if row is not None and tuple(row) == (md5, path):
+            return  # the same content again (a recrawl)
+        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
+
+    def update_if_due(self) -> None:
+        """Write again the pages whose targets arrived, at most every ``interval`` seconds."""
+        if self._dirty and self.clock() - self._last_update >= self.interval:
+            self.update()
+
+    def update(self) -> int:
+        """Write again every page whose targets arrived or left; returns how many."""
+        dirty, self._dirty = self._dirty, set()
+        updated = 0
+        for page in sorted(dirty):
+            self.db.execute("DELETE FROM browse_dirty WHERE page = ?", (page,))
+            self.db.changed()
+            row = self.db.execute(
+                "SELECT url, path, kind, codec FROM browse_copies WHERE hash = ?", (page,)
+            ).fetchone()
+            if row is None or row[2] == COPY:
+                continue
+            url, path, kind, codec = row
+            body = self._raw(path)
+            if body is None:
+                continue  # the raw copy is gone: reconcile() sees the document removed
+            md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
+            self._convert(url, path, md5, kind, codec, body)
+            updated += 1
+        self._last_update = self.clock()
+        if updated:
+            self.count("updated", updated)
+        return updated
+
+    def reconcile(self, force: Iterable[int] = ()) -> None:
+        """Bring every copy in line with the state's documents (and convert again the documents
+        in ``force``), then write again the pages whose targets arrived or left."""
+        force = set(force)
+        documents = {
+            url_hash(url): (url, path, md5)
+            for url, path, md5 in self.db.execute("SELECT url, path, md5 FROM documents")
+        }
+        copies = {
+            h: (url, path, md5)
+            for h, url, path, md5 in self.db.execute(
+                "SELECT hash, url, path, md5 FROM browse_copies"
+            )
+        }
+        gone = {
+            h
+            for h, (url, path, _) in copies.items()
+            if (doc := documents.get(h)) is None or doc[:2] != (url, path)
+        }
+        for h in gone:
+            self._remove(h, copies[h][1])
+        if gone:
+            self.count("removed", len(gone))
+            self._mark_referrers(gone)
+        for h, (url, path, md5) in documents.items():
+            copy = copies.get(h)
+            if h in force or h in gone or copy is None or copy[2] != md5:
+                self._convert_stored(url, path)
+        self.update()
+
+    def close(self) -> None:
+        """At the end of a run: every page up to date with the state, the files written at the
+        next commit (the run's last)."""
+        self.reconcile()
+
+    # -- converting --
+
+    def _convert_stored(self, url: str, path: str) -> None:
+        """Convert a stored document from its raw copy and its index record."""
+        row = self.db.execute("SELECT record FROM documents WHERE url = ?", (url,)).fetchone()
+        body = self._raw(path)
+        if row is None or body is None:
+            self.count("failed", 1)
+            logger.warning("No browse copy of %s: its raw copy %s cannot be read", url, path)
+            return
+        encoding, doc_type = record_fields(row[0])
+        md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
+        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
+
+    def _convert(self, url: str, path: str, md5: str, kind: str, codec: str | None,
+                 body: bytes) -> None:  # fmt: skip
+        h = url_hash(url)
+        old = self.db.execute(
+            "SELECT path, absolute FROM browse_copies WHERE hash = ?", (h,)
+        ).fetchone()
+        content: bytes | Path
+        if kind == COPY:
+            content, links = self.repository / path, PageLinks()
+        else:
+            content, links = convert_document(body, kind, codec, url, path, self._locate)
+        local, absolute = _hashes(links.local), _hashes(links.absolute)
+        before = set(_unpack(old[1])) if old else set()
+        after = set(_unpack(absolute))
+        self.db.sql.executemany(
+            "DELETE FROM browse_waiting WHERE target = ? AND page = ?",
+            [(t, h) for t in before - after],
+        )
+        self.db.sql.executemany(
+            "INSERT OR IGNORE INTO browse_waiting VALUES (?, ?)", [(t, h) for t in after - before]
+        )
+        self.db.execute(
+            "INSERT INTO browse_copies VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO UPDATE"
+            " SET url = excluded.url, path = excluded.path, md5 = excluded.md5,"
+            " kind = excluded.kind, codec = excluded.codec, local = excluded.local,"
+            " absolute = excluded.absolute",
+            (h, url, path, md5, kind, codec, local, absolute),
+        )
+        if old is None:  # a new target: the pages that wait for it can link to it now
+            waiting = self.db.execute("SELECT page FROM browse_waiting WHERE target = ?", (h,))
+            self._mark(page for (page,) in waiting.fetchall() if page != h)
+        elif old[0] != path and not self._path_used(old[0]):
+            self._queue_file(old[0], None)
+        self._queue_file(path, content)
+        self.count("copied" if kind == COPY else "converted", 1)
+
+    def _locate(self, url: str) -> tuple[str | None, str | None]:
+        try:
+            key = self.normalize(url)
+        except UrlRejected:
+            return None, None
+        row = self.db.execute("SELECT path FROM documents WHERE url = ?", (key,)).fetchone()
+        return key, row[0] if row else None
+
+    def _remove(self, h: int, path: str) -> None:
+        row = self.db.execute("SELECT absolute FROM browse_copies WHERE hash = ?", (h,)).fetchone()
+        self.db.sql.executemany(
+            "DELETE FROM browse_waiting WHERE target = ? AND page = ?",
+            [(t, h) for t in _unpack(row[0])] if row else [],
+        )
+        self.db.execute("DELETE FROM browse_copies WHERE hash = ?", (h,))
+        if not self._path_used(path):
+            self._queue_file(path, None)
+
+    def _mark_referrers(self, gone: set[int]) -> None:
+        """Mark the pages that link to a document in ``gone`` as a file."""
+        rows = self.db.execute("SELECT hash, local FROM browse_copies WHERE length(local) > 0")
+        self._mark([page for page, local in rows if not gone.isdisjoint(_unpack(local))])
+
+    def _mark(self, pages: Iterable[int]) -> None:
+        """Mark ``pages`` to be written again; the marks are kept in the state with the change
+        that caused them, so a kill before the update loses neither."""
+        marked = [(page,) for page in pages]
+        self.db.sql.executemany("INSERT OR IGNORE INTO browse_dirty VALUES (?)", marked)
+        self.db.changed()
+        self._dirty.update(page for (page,) in marked)
+
+    def _path_used(self, path: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM browse_copies WHERE path = ? LIMIT 1", (path,))
+        return row.fetchone() is not None
+
+    def _raw(self, path: str) -> bytes | None:
+        try:
+            return (self.repository / path).read_bytes()
+        except OSError:
+            return None
+
+    # -- writing, after the commit --
+
+    def _queue_file(self, path: str, content: bytes | Path | None) -> None:
+        self.db.execute("INSERT OR IGNORE INTO browse_pending VALUES (?)", (path,))
+        self.db.changed()
+        self._queue[path] = content
+        if isinstance(content, bytes):
+            self._queued += len(content)
+            if self._queued > _QUEUE_LIMIT:
+                self.db.commit()  # writes the queue (_write_files), and bounds the memory held
+
+    def _write_files(self) -> None:
+        """Write the queued files (the rows that say so are committed now)."""
+        queue, self._queue, self._queued = self._queue, {}, 0
+        if not queue:
+            return
+        written = []
+        for path, content in queue.items():
+            try:
+                target = store_path(self.root, PurePosixPath(path))
+                if content is None:
+                    target.unlink(missing_ok=True)
+                elif isinstance(content, bytes):
+                    write_atomic(target, content, sync=False)
+                else:
+                    _link_or_copy(content, target)
+                written.append((path,))
+            except (OSError, UnsafePath) as exc:
+                self.count("failed", 1)
+                logger.warning("Browse copy %s not written: %s", path, exc)
+        self.db.sql.executemany("DELETE FROM browse_pending WHERE path = ?", written)
+        self.db.changed()
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` becomes a hard link to ``source`` (a copy where the file system has none).
+
+    Not atomic: a kill in between leaves no file, which the pending row has the next run write.
+    """
+    if target.is_dir():
+        raise UnsafePath(f"{target} is a folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        write_atomic(target, source.read_bytes(), sync=False)

@@ -1,0 +1,141 @@
+"""Writes ``<repository>/report.html`` at the end of every run (SPEC 11, ``report = yes``).
+
+While a run goes, it samples the crawl's progress (documents in the repository, responses of the
+run) every few seconds into the progress log beside the crawl state
+(:class:`tarantula.core.report.ProgressLog`); a fresh crawl or a recrawl starts a new log, a
+resume adds to it. When the run closes, however it ends (the frontier is empty, ``time-limit``,
+``max-page-number``, Ctrl-C), the run's counters go into the log too, and the report is built from
+the crawl state, the log and those counters (:mod:`tarantula.core.report`) and written atomically.
+So a resumed crawl's report covers the whole crawl. A run that is killed (``kill -9``, a second
+Ctrl-C) writes no report; the next run's report covers it, but for that run's counters.
+
+Settings: the configuration's ``report`` (off: :class:`NotConfigured`); a crawl state kept in
+memory (``scrapy check``) writes no report. Stats: none.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
+
+from tarantula.context import CrawlContext, context_of
+from tarantula.core.report import (
+    PROGRESS_NAME,
+    HostFigures,
+    ProgressLog,
+    RunFigures,
+    Sample,
+    build_report,
+    read_state,
+    render_html,
+    write_report,
+)
+from tarantula.extensions.summary import CrawlSummary
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two samples of the crawl's progress (more when counting takes long).
+SAMPLE_INTERVAL = 1.0
+
+
+class CrawlReport:
+    """Samples the crawl's progress while a run goes, and writes the report when it closes."""
+
+    def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
+        self.crawler = crawler
+        self.context = context
+        self.stats = crawler.stats
+        self.log = ProgressLog(context.repository.state_path.parent / PROGRESS_NAME)
+        self.run: int | None = None
+        self._last: tuple[int, int] | None = None
+        self._due = 0.0
+        self._sampler: Any = None
+        crawler.signals.connect(self.opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CrawlReport:
+        context = context_of(crawler)
+        # Without a reason: Scrapy logs a reason as a warning, and these are choices, not faults.
+        if not context.config.report:
+            logger.debug("No crawl report: report = no")
+            raise NotConfigured
+        if context.state.db.path is None:
+            logger.debug("No crawl report: the crawl state is kept in memory")
+            raise NotConfigured
+        return cls(crawler, context)
+
+    def opened(self) -> None:
+        run = self.context.state.runs.current
+        if run is None:
+            return
+        self.run = run.id
+        if run.kind != "resume":
+            self.log.reset()
+        self.sample()
+        self._sampler = create_looping_call(self.sample)
+        self._sampler.start(SAMPLE_INTERVAL, now=False)
+
+    def _fetched(self) -> int:
+        return int(self.stats.get_value("response_received_count", 0)) - int(
+            self.stats.get_value("tarantula/robots/responses", 0)
+        )
+
+    def sample(self) -> None:
+        """Log the crawl's progress when it changed; counting a large state takes tens of ms, so
+        the interval grows to keep that under 1% of the time."""
+        now = time.monotonic()
+        if self.run is None or now < self._due:
+            return
+        try:
+            documents = self.context.documents.count()
+        except sqlite3.ProgrammingError:  # the state closed as the run ended
+            return
+        self._due = now + 100 * (time.monotonic() - now)
+        current = (documents, self._fetched())
+        if current != self._last:
+            self.log.sample(Sample(time.time(), self.run, *current))
+            self._last = current
+
+    def figures(self) -> RunFigures:
+        """This run's counters: its stats and, per host, the politeness state."""
+        politeness = self.context.politeness
+        hosts = {
+            name: HostFigures(
+                h.requests, h.responses, h.bytes, h.errors, h.latency_total, politeness.gap(name)
+            )
+            for name, h in politeness.hosts.items()
+        }
+        return RunFigures.from_stats(self.stats.get_stats(), hosts)
+
+    def closed(self) -> None:
+        if self._sampler is not None and self._sampler.running:
+            self._sampler.stop()
+        if self.run is None:
+            return
+        path = self.context.repository.report
+        try:
+            config = self.context.config
+            state = read_state(self.context.repository.state_path, config)
+            figures = self.figures()
+            self.log.sample(Sample(time.time(), self.run, state.documents, figures.fetched))
+            self.log.run_ended(self.run, figures)
+            samples, runs = self.log.read()
+            summary = self.crawler.get_extension(CrawlSummary)
+            report = build_report(config, state, samples, runs,
+                                  summary=summary.text if summary else None,
+                                  generated=time.time())  # fmt: skip
+            write_report(path, render_html(report))
+        except (OSError, sqlite3.Error) as exc:
+            logger.warning("Could not write the crawl report %s: %s", path, exc)
+            return
+        logger.info("Crawl report: %s", path)

@@ -1,0 +1,77 @@
+"""Keeps ``<repository>/browse/``, the browsable copy of the mirror, up to date as the crawl goes
+(SPEC 11, ``browsable = yes`` in ``<output-options>``; :mod:`tarantula.core.browse`).
+
+Runs after the index pipeline: each stored document is converted at once (its page linking the
+documents stored so far), pages whose link targets arrived since are written again at most every
+:data:`UPDATE_INTERVAL` seconds, and when a run opens and closes ``browse/`` is brought in line
+with the crawl state (documents a recrawl removed, documents stored while ``browsable`` was off
+or lost to a kill). Files are written once the crawl state that records them is committed.
+
+Off unless ``browsable`` is yes, and for a crawl whose state is kept in memory (``scrapy check``).
+
+Stats: ``tarantula/browse/converted`` (pages and style sheets written), ``tarantula/browse/copied``
+(other documents), ``tarantula/browse/updated`` (pages written again as their targets arrived or
+left), ``tarantula/browse/removed``, ``tarantula/browse/failed``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+
+from tarantula.context import CrawlContext, context_of
+from tarantula.core.browse import BrowseMirror
+from tarantula.items import Document
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+#: Seconds between two updates of the pages whose link targets arrived meanwhile: a hub page
+#: is written again at most this often, not once per target.
+UPDATE_INTERVAL = 10.0
+
+
+class BrowsePipeline:
+    def __init__(self, crawler: Crawler, context: CrawlContext, interval: float) -> None:
+        self.stats = crawler.stats
+        self.context = context
+        self.interval = interval
+        self.mirror: BrowseMirror | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> BrowsePipeline:
+        context = context_of(crawler)
+        if not context.config.browsable:
+            raise NotConfigured("browsable is off")
+        if context.state.db.path is None:
+            raise NotConfigured("the crawl state is kept in memory")
+        return cls(crawler, context, UPDATE_INTERVAL)
+
+    def open_spider(self, spider: Spider | None = None) -> None:
+        # The scheduler has opened the run (fresh crawl, resume or recrawl) by now.
+        self.mirror = BrowseMirror(
+            self.context.state.db,
+            self.context.repository.root,
+            self.context.rules.normalize,
+            interval=self.interval,
+            count=self._count,
+        )
+        self.mirror.open()
+
+    def process_item(self, item: object, spider: Spider | None = None) -> object:
+        mirror = self.mirror
+        if mirror is None or not isinstance(item, Document) or item.unchanged:
+            return item
+        if item.path is not None and item.md5 is not None:
+            mirror.stored(item.url, item.path, item.md5, item.type, item.encoding, item.body)
+        mirror.update_if_due()
+        return item
+
+    def close_spider(self, spider: Spider | None = None) -> None:
+        if self.mirror is not None:
+            self.mirror.close()
+
+    def _count(self, event: str, n: int) -> None:
+        self.stats.inc_value(f"tarantula/browse/{event}", n)

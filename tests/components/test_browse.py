@@ -1,0 +1,199 @@
+"""The browse pipeline with the mirror and index pipelines, on a crawler with the project's settings
+and a real crawl state: what browse/ holds after each stored document, each commit and each run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.test import get_crawler
+
+from tarantula.core import browse as browse_module
+from tarantula.core.config import CrawlConfig
+from tarantula.pipelines.browse import BrowsePipeline
+from tarantula.pipelines.index import IndexPipeline
+from tarantula.pipelines.mirror import MirrorPipeline
+from tests.components.conftest import PROJECT_SETTINGS, Crawl, Crawls, crawl_config
+from tests.components.test_pipelines import OtherSpider, document
+
+
+@dataclass
+class Run:
+    """One run of a crawl with the three pipelines open, in the project's order."""
+
+    crawl: Crawl
+    mirror: MirrorPipeline
+    index: IndexPipeline
+    browse: BrowsePipeline | None
+
+    @property
+    def root(self) -> Path:
+        return self.crawl.context.repository.root
+
+    def store(self, url: str, body: bytes, doc_type: str = "html") -> None:
+        frontier = self.crawl.context.frontier
+        frontier.push(url, url, 0)
+        frontier.lease()
+        item = document(url, body, doc_type=doc_type)
+        assert self.crawl.context.documents.claim_content(item.md5 or "", url) is None
+        for pipeline in (self.mirror, self.index, self.browse):
+            if pipeline is not None:
+                assert pipeline.process_item(item, self.crawl.spider) is item
+
+    def commit(self) -> None:
+        self.crawl.context.state.commit()
+
+    def end(self, reason: str = "finished") -> None:
+        """As the engine closes a run: the pipelines, then the scheduler (which ends the run)."""
+        if self.browse is not None:
+            self.browse.close_spider(self.crawl.spider)
+        self.crawl.context.repository.end_run(self.crawl.context.state, reason)
+
+    def page(self, path: str) -> str:
+        return (self.root / "browse" / path).read_text(encoding="utf-8")
+
+
+def begin(crawl: Crawl, *, browse: bool = True, interval: float = 0.0) -> Run:
+    context = crawl.context
+    context.repository.begin_run(context.state)
+    mirror = build_from_crawler(MirrorPipeline, crawl.crawler)
+    index = build_from_crawler(IndexPipeline, crawl.crawler)
+    mirror.open_spider(crawl.spider)
+    pipeline = None
+    if browse:
+        pipeline = build_from_crawler(BrowsePipeline, crawl.crawler)
+        pipeline.interval = interval
+        pipeline.open_spider(crawl.spider)
+    return Run(crawl, mirror, index, pipeline)
+
+
+def browsable(crawls: Crawls) -> CrawlConfig:
+    return crawl_config(crawls.tmp_path, browsable=True)
+
+
+A, B, C = "http://a.test/", "http://a.test/b.html", "http://a.test/c.pdf"
+HOME = b'<title>Home</title><a href="/b.html">B</a> <a href="c.pdf">C</a>'
+
+
+def test_off_unless_browsable(crawls: Crawls):
+    with pytest.raises(NotConfigured, match="browsable is off"):
+        build_from_crawler(BrowsePipeline, crawls().crawler)
+    with pytest.raises(NotConfigured, match="not a Tarantula crawl"):
+        build_from_crawler(BrowsePipeline, get_crawler(OtherSpider, PROJECT_SETTINGS))
+    with pytest.raises(NotConfigured, match="in memory"):
+        build_from_crawler(BrowsePipeline, crawls(browsable(crawls), in_memory=True).crawler)
+
+
+def test_a_page_is_written_once_committed_and_updated_when_its_targets_arrive(crawls: Crawls):
+    run = begin(crawls(browsable(crawls)))
+
+    run.store(A, HOME)
+    copy = run.root / "browse/a.test/index.html"
+    assert not copy.exists()  # not before the state that records it is on disk
+    run.commit()
+    assert run.page("a.test/index.html") == (
+        '<title>Home</title><a href="http://a.test/b.html">B</a> <a href="http://a.test/c.pdf">C</a>'
+    )
+
+    run.store(B, b'<a href="/">home</a>')  # B arrives: the home page waits for it no more
+    run.store(C, b"%PDF-1.4", doc_type="pdf")
+    run.commit()
+    assert (
+        run.page("a.test/index.html")
+        == '<title>Home</title><a href="b.html">B</a> <a href="c.pdf">C</a>'
+    )
+    assert run.page("a.test/b.html") == '<a href="index.html">home</a>'
+    assert run.crawl.stat("tarantula/browse/updated") == 2  # interval 0: after each arrival
+    assert run.crawl.stat("tarantula/browse/copied") == 1
+    # the raw copies are untouched; a document that is not a page is the raw copy itself
+    assert (run.root / "a.test/index.html").read_bytes() == HOME
+    assert os.path.samefile(run.root / "a.test/c.pdf", run.root / "browse/a.test/c.pdf")
+
+
+def test_pages_waiting_for_targets_are_updated_every_interval_and_at_the_end(crawls: Crawls):
+    run = begin(crawls(browsable(crawls)), interval=3600)
+    run.store(A, HOME)
+    run.store(B, b"b")
+    run.commit()
+    assert "http://a.test/b.html" in run.page("a.test/index.html")  # not due yet
+    run.end()
+    assert '<a href="b.html">' in run.page("a.test/index.html")
+
+
+def test_a_recrawl_that_removes_a_document_removes_its_copy_and_the_links_to_it(crawls: Crawls):
+    config = browsable(crawls)
+    first = begin(crawls(config))
+    for url, body, doc_type in [(A, HOME, "html"), (B, b"b", "html"), (C, b"%PDF", "pdf")]:
+        first.store(url, body, doc_type)
+    first.end()
+    assert '<a href="b.html">' in first.page("a.test/index.html")
+
+    second = begin(crawls(config))
+    assert second.crawl.context.frontier.generation == 2
+    second.crawl.context.remove_document(B, "HTTP 404")  # as the spider does for a 404
+    second.store("http://a.test/d.html", b'<a href="/">new</a>')
+    second.end()
+
+    assert not (second.root / "browse/a.test/b.html").exists()
+    assert second.page("a.test/index.html") == (
+        '<title>Home</title><a href="http://a.test/b.html">B</a> <a href="c.pdf">C</a>'
+    )
+    assert second.page("a.test/d.html") == '<a href="index.html">new</a>'
+    assert second.crawl.stat("tarantula/browse/removed") == 1
+
+
+def test_browsable_turned_on_later_converts_what_is_stored(crawls: Crawls):
+    config = crawl_config(crawls.tmp_path)
+    first = begin(crawls(config), browse=False)
+    first.store(A, HOME)
+    first.store(B, b"b")
+    first.end("shutdown")  # unfinished: the next run resumes
+
+    resumed = begin(crawls(crawl_config(crawls.tmp_path, browsable=True)))
+    resumed.commit()
+    assert resumed.page("a.test/index.html") == (
+        '<title>Home</title><a href="b.html">B</a> <a href="http://a.test/c.pdf">C</a>'
+    )
+    assert resumed.crawl.stat("tarantula/browse/converted") == 2
+
+
+def test_files_not_written_are_written_by_the_next_run(crawls: Crawls, monkeypatch):
+    config = browsable(crawls)
+    first = begin(crawls(config))
+
+    def fail(path: Path, data: bytes, *, sync: bool = True) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(browse_module, "write_atomic", fail)
+    first.store(A, HOME)
+    first.commit()
+    assert not (first.root / "browse/a.test/index.html").exists()
+    assert first.crawl.stat("tarantula/browse/failed") == 1
+    first.crawl.context.state.close()  # a kill after the commit: no end of run
+
+    monkeypatch.undo()
+    second = begin(crawls(config))
+    assert second.crawl.context.state.runs.current is not None
+    assert second.crawl.context.state.runs.current.kind == "resume"
+    second.commit()
+    assert "http://a.test/b.html" in second.page("a.test/index.html")
+
+
+def test_a_browse_folder_deleted_by_hand_is_built_again(crawls: Crawls):
+    import shutil
+
+    config = browsable(crawls)
+    first = begin(crawls(config))
+    first.store(A, HOME)
+    first.store(B, b"b")
+    first.end("shutdown")
+    shutil.rmtree(first.root / "browse")
+
+    second = begin(crawls(config))
+    second.commit()
+    assert '<a href="b.html">' in second.page("a.test/index.html")
+    assert second.page("a.test/b.html") == "b"
