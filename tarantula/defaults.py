@@ -17,8 +17,9 @@ TARANTULA_RESOLVE: dict[str, str] | str = {}
 TARANTULA_RESOLVE_ONLY: bool = False
 
 #: Seconds between two commits of the crawl state: at most this much work is lost in a crash, and
-#: a stored document reaches index.txt within this time.
-TARANTULA_COMMIT_INTERVAL: float = 0.5
+#: a stored document reaches index.txt within this time. Each commit syncs the file system once
+#: (the mirror's new files), which is most of its cost.
+TARANTULA_COMMIT_INTERVAL: float = 1.0
 
 #: Keep the crawl state in memory instead of ``<repository>/.tarantula/state.db`` (nothing
 #: survives the process; ``scrapy check`` uses this).

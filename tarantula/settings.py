@@ -17,6 +17,17 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 EXTENSIONS = {
     "tarantula.extensions.summary.CrawlSummary": 100,
+    # JOBDIR's spider state: the crawl state lives in the repository instead.
+    "scrapy.extensions.spiderstate.SpiderState": None,
+}
+# Spider middlewares whose work is done already, or not wanted, and whose layer every request
+# and item would pass: the spider sets each request's depth and judges URL length itself, and
+# requests carry no Referer (the user agent names the crawler).
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
 }
 
 TWISTED_DNS_RESOLVER = "tarantula.resolver.MappedResolver"
@@ -44,6 +55,8 @@ DOWNLOADER_MIDDLEWARES = {
     "tarantula.downloadermiddlewares.redirect.RedirectMiddleware": 600,
     # Sees the final, decompressed response (after redirects and HttpCompressionMiddleware).
     "tarantula.downloadermiddlewares.render.RenderMiddleware": 580,
+    # Reads sitemaps once redirects are followed and the body is decompressed.
+    "tarantula.downloadermiddlewares.sitemap.SitemapMiddleware": 570,
 }
 ITEM_PIPELINES = {
     "tarantula.pipelines.mirror.MirrorPipeline": 300,

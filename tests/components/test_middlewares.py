@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import (
     DownloadCancelledError,
     DownloadConnectionRefusedError,
@@ -390,6 +390,7 @@ def test_robots_txt_is_never_released(crawls, clock):
     robots = Request("http://a.test/robots.txt", meta={"dont_obey_robotstxt": True})
     middleware.process_response(robots, answer(robots, 404))
     assert released == []
+    middleware._report_all()
     assert crawl.stat("tarantula/host/a.test/bytes") == 0
 
 
@@ -414,12 +415,15 @@ async def test_requests_not_of_the_crawl_take_no_wire_time(crawls, clock, sleeps
     assert "a.test" not in crawl.context.politeness.hosts and sleeps == []
 
 
-def test_per_host_stats_follow_each_answer(crawls, clock):
+def test_per_host_stats_are_written_when_the_crawl_closes(crawls, clock):
     crawl, middleware = polite(crawls, delay=0.5)
     for latency, body in [(0.2, b"12345"), (0.4, b"123")]:
         crawl.context.politeness.started("a.test", 100.0)
         request = handed(download_latency=latency)
         middleware.process_response(request, Response(request.url, body=body, request=request))
+    crawl.crawler.signals.send_catch_log(
+        signal=signals.spider_closed, spider=None, reason="finished"
+    )
     prefix = "tarantula/host/a.test/"
     stats = {
         key.removeprefix(prefix): value
