@@ -20,11 +20,9 @@ EXTENSIONS = {
     # JOBDIR's spider state: the crawl state lives in the repository instead.
     "scrapy.extensions.spiderstate.SpiderState": None,
 }
-# Spider middlewares whose work is done already, or not wanted, and whose layer every request
-# and item would pass: the spider sets each request's depth and judges URL length itself, and
-# requests carry no Referer (the user agent names the crawler).
+# Spider middlewares whose work the spider does already, and whose layer every request and item
+# would pass: the spider sets each request's depth and judges URL length itself.
 SPIDER_MIDDLEWARES = {
-    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
