@@ -14,7 +14,7 @@ middleware tells it how each request ended:
   parses it but never applies it).
 
 It sits next to the downloader (above the retry and redirect middlewares), so it sees every
-attempt and every answer, redirects included. It writes per-host stats when the crawl closes.
+attempt and every answer, redirects included. It keeps per-host stats up to date.
 
 Stats: ``tarantula/hosts/dropped``, ``tarantula/hosts/backoffs``,
 ``tarantula/host/<name>/{requests,bytes,errors,mean-latency,delay}``.
@@ -59,7 +59,6 @@ class PolitenessMiddleware:
         self.politeness = politeness
         self.user_agent = user_agent
         crawler.signals.connect(self._robots_parsed, signal=signals.robots_parsed)
-        crawler.signals.connect(self._report_all, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PolitenessMiddleware:
@@ -121,6 +120,7 @@ class PolitenessMiddleware:
             self.politeness.recovered(host)
         if handed:
             self.politeness.release(host)
+        self._report(host)
         return response
 
     def process_exception(
@@ -141,12 +141,6 @@ class PolitenessMiddleware:
     def _dropped(self, host: str, why: str) -> None:
         self.stats.inc_value("tarantula/hosts/dropped")
         logger.warning("Dropping host %s after %s", host, why)
-
-    def _report_all(self) -> None:
-        """Per-host stats, once, when the crawl closes (per response they cost more than the
-        rest of this middleware)."""
-        for name in self.politeness.hosts:
-            self._report(name)
 
     def _report(self, name: str) -> None:
         host = self.politeness.host(name)

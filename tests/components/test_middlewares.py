@@ -390,7 +390,6 @@ def test_robots_txt_is_never_released(crawls, clock):
     robots = Request("http://a.test/robots.txt", meta={"dont_obey_robotstxt": True})
     middleware.process_response(robots, answer(robots, 404))
     assert released == []
-    middleware._report_all()
     assert crawl.stat("tarantula/host/a.test/bytes") == 0
 
 
@@ -415,7 +414,7 @@ async def test_requests_not_of_the_crawl_take_no_wire_time(crawls, clock, sleeps
     assert "a.test" not in crawl.context.politeness.hosts and sleeps == []
 
 
-def test_per_host_stats_are_written_when_the_crawl_closes(crawls, clock):
+def test_per_host_stats_follow_each_answer(crawls, clock):
     crawl, middleware = polite(crawls, delay=0.5)
     for latency, body in [(0.2, b"12345"), (0.4, b"123")]:
         crawl.context.politeness.started("a.test", 100.0)
