@@ -84,6 +84,9 @@ class Crawl:
     process: subprocess.CompletedProcess[str]
     repository: Path
     log: str
+    stats: dict[str, Any]
+    """The run's final Scrapy stats, as the crawl wrote them (``.tarantula/stats.json``), read
+    when the run ended: a later run of the same repository writes its own."""
 
     @property
     def status(self) -> int:
@@ -93,11 +96,6 @@ class Crawl:
     def index_text(self) -> str:
         path = self.repository / "index.txt"
         return path.read_text(encoding="utf-8") if path.exists() else ""
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        """The run's final Scrapy stats, as the crawl wrote them (``.tarantula/stats.json``)."""
-        return json.loads((self.repository / ".tarantula" / "stats.json").read_text("utf-8"))
 
     @property
     def records(self) -> list[IndexRecord]:
@@ -124,6 +122,8 @@ class Crawl:
 
 def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
     """Run ``scrapy crawl tarantula -a conf=CONF`` from the project folder, as a user would."""
+    stats_path = conf.parent / "repo" / ".tarantula" / "stats.json"
+    stats_path.unlink(missing_ok=True)  # only this run's
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("http_proxy", None)
     env.pop("HTTP_PROXY", None)
@@ -137,7 +137,8 @@ def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
     )
     log_path = conf.parent / "log"
     log = log_path.read_text(encoding="utf-8") if log_path.exists() else process.stderr
-    return Crawl(process, conf.parent / "repo", log)
+    stats = json.loads(stats_path.read_text("utf-8")) if stats_path.exists() else {}
+    return Crawl(process, conf.parent / "repo", log, stats)
 
 
 @pytest.fixture

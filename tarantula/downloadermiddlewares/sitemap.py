@@ -77,7 +77,7 @@ class SitemapMiddleware:
     def from_crawler(cls, crawler: Crawler) -> SitemapMiddleware:
         context = context_of(crawler)
         if not context.config.sitemaps:
-            raise NotConfigured("sitemaps = no")
+            raise NotConfigured  # sitemaps = no (a reason would be logged as a warning)
         return cls(crawler, context)
 
     def _robots_parsed(self, robotparser: RobotParser, request: Request) -> None:
