@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 from tarantula.core.index import IndexRecord, parse_index
+from tarantula.core.repository import OWN_NAMES
 from tarantula.demo.server import RequestRecord, SiteServer
 
 # No per-example deadline: a loaded machine can pause any example for longer than the default
@@ -110,13 +111,12 @@ class Crawl:
         return [r.url for r in self.records]
 
     def files(self) -> list[str]:
-        """Mirror files, relative to the repository, sorted (the index and the crawl state excluded)."""
+        """Mirror files, relative to the repository, sorted (the repository's own files, such as the
+        index, the crawl state, the report and other outputs, excluded)."""
         return sorted(
             str(p.relative_to(self.repository))
             for p in self.repository.rglob("*")
-            if p.is_file()
-            and p.name not in ("index.txt", "duplicates.tsv")
-            and ".tarantula" not in p.parts
+            if p.is_file() and p.relative_to(self.repository).parts[0] not in OWN_NAMES
         )
 
 
