@@ -17,9 +17,14 @@ TARANTULA_RESOLVE: dict[str, str] | str = {}
 TARANTULA_RESOLVE_ONLY: bool = False
 
 #: Seconds between two commits of the crawl state: at most this much work is lost in a crash, and
-#: a stored document reaches index.txt within this time.
-TARANTULA_COMMIT_INTERVAL: float = 0.5
+#: a stored document reaches index.txt within this time. Each commit syncs the file system once
+#: (the mirror's new files), which is most of its cost.
+TARANTULA_COMMIT_INTERVAL: float = 1.0
 
 #: Keep the crawl state in memory instead of ``<repository>/.tarantula/state.db`` (nothing
 #: survives the process; ``scrapy check`` uses this).
 TARANTULA_STATE_IN_MEMORY: bool = False
+
+#: Bytes after which a WARC file (``warc = yes``) is closed and the next one started; a file holds
+#: at least one exchange, so a larger record makes a larger file.
+TARANTULA_WARC_MAX_SIZE: int = 1_000_000_000

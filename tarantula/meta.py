@@ -8,6 +8,7 @@ key                       meaning
 ``tarantula_origin``      the URL as first discovered: the index's originalurl
 ``tarantula_path``        dfs: the link positions that lead to the URL from a seed
 ``tarantula_render``      the page is to be rendered in a browser (render-list, SPEC 10)
+``tarantula_sitemap``     a sitemap request: its nesting level (1 from robots.txt), SPEC 12
 ``tarantula_host``        the politeness host the frontier handed the request out for; the
                           politeness middleware takes it off when it reports the request over
 ``tarantula_downloaded``  render middleware: the downloaded answer a browser page is served
@@ -37,6 +38,7 @@ ORIGIN = "tarantula_origin"
 PATH = "tarantula_path"
 RENDER = "tarantula_render"
 HOST = "tarantula_host"
+SITEMAP = "tarantula_sitemap"
 DOWNLOADED = "tarantula_downloaded"
 PAGE = "tarantula_page"
 

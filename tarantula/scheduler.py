@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Request meta that must survive a restart (loop and retry limits).
-DURABLE_META = ("redirect_times", "redirect_ttl", "redirect_urls", "retry_times")
+#: Request meta that must survive a restart (loop and retry limits, what a request is for).
+DURABLE_META = ("redirect_times", "redirect_ttl", "redirect_urls", "retry_times", meta.SITEMAP)
 
 
 class FrontierScheduler(BaseScheduler):

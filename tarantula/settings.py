@@ -22,6 +22,15 @@ EXTENSIONS = {
     "tarantula.extensions.status.CrawlStatus": -100,
     "tarantula.extensions.summary.CrawlSummary": 100,
     "tarantula.extensions.report.CrawlReport": 200,
+    # JOBDIR's spider state: the crawl state lives in the repository instead.
+    "scrapy.extensions.spiderstate.SpiderState": None,
+}
+# Spider middlewares whose work the spider does already, and whose layer every request and item
+# would pass: the spider sets each request's depth and judges URL length itself.
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
 }
 
 TWISTED_DNS_RESOLVER = "tarantula.resolver.MappedResolver"
@@ -51,6 +60,8 @@ DOWNLOADER_MIDDLEWARES = {
     "tarantula.downloadermiddlewares.render.RenderMiddleware": 580,
     # Top of the chain: the request as sent, every answer as received (see its docstring).
     "tarantula.downloadermiddlewares.warc.WarcMiddleware": 950,
+    # Reads sitemaps once redirects are followed and the body is decompressed.
+    "tarantula.downloadermiddlewares.sitemap.SitemapMiddleware": 570,
 }
 ITEM_PIPELINES = {
     "tarantula.pipelines.mirror.MirrorPipeline": 300,

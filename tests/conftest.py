@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 from tarantula.core.index import IndexRecord, parse_index
+from tarantula.core.repository import OWN_NAMES
 from tarantula.demo.server import RequestRecord, SiteServer
 
 # No per-example deadline: a loaded machine can pause any example for longer than the default
@@ -84,6 +85,9 @@ class Crawl:
     process: subprocess.CompletedProcess[str]
     repository: Path
     log: str
+    stats: dict[str, Any]
+    """The run's final Scrapy stats, as the crawl wrote them (``.tarantula/stats.json``), read
+    when the run ended: a later run of the same repository writes its own."""
 
     @property
     def status(self) -> int:
@@ -93,11 +97,6 @@ class Crawl:
     def index_text(self) -> str:
         path = self.repository / "index.txt"
         return path.read_text(encoding="utf-8") if path.exists() else ""
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        """The run's final Scrapy stats, as the crawl wrote them (``.tarantula/stats.json``)."""
-        return json.loads((self.repository / ".tarantula" / "stats.json").read_text("utf-8"))
 
     @property
     def records(self) -> list[IndexRecord]:
@@ -112,18 +111,19 @@ class Crawl:
         return [r.url for r in self.records]
 
     def files(self) -> list[str]:
-        """Mirror files, relative to the repository, sorted (the index and the crawl state excluded)."""
+        """Mirror files, relative to the repository, sorted (the repository's own files, such as the
+        index, the crawl state, the report and other outputs, excluded)."""
         return sorted(
             str(p.relative_to(self.repository))
             for p in self.repository.rglob("*")
-            if p.is_file()
-            and p.name not in ("index.txt", "duplicates.tsv")
-            and ".tarantula" not in p.parts
+            if p.is_file() and p.relative_to(self.repository).parts[0] not in OWN_NAMES
         )
 
 
 def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
     """Run ``scrapy crawl tarantula -a conf=CONF`` from the project folder, as a user would."""
+    stats_path = conf.parent / "repo" / ".tarantula" / "stats.json"
+    stats_path.unlink(missing_ok=True)  # only this run's
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     env.pop("http_proxy", None)
     env.pop("HTTP_PROXY", None)
@@ -137,7 +137,8 @@ def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
     )
     log_path = conf.parent / "log"
     log = log_path.read_text(encoding="utf-8") if log_path.exists() else process.stderr
-    return Crawl(process, conf.parent / "repo", log)
+    stats = json.loads(stats_path.read_text("utf-8")) if stats_path.exists() else {}
+    return Crawl(process, conf.parent / "repo", log, stats)
 
 
 @pytest.fixture

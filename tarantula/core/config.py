@@ -599,6 +599,11 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
             reader.error(
                 reader.first_seen.get("browser", reader.first_seen["render-list"]), problem
             )
+    if reader.values.get("warc") and importlib.util.find_spec("warcio") is None:
+        reader.error(
+            reader.first_seen["warc"],
+            "warc = yes needs warcio: install the warc extra (pip install 'tarantula[warc]')",
+        )
     if reader.errors:
         display = str(path) if display_name is None else display_name
         starts = [0, *(m.end() for m in re.finditer("\n", reader.text))]

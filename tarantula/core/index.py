@@ -40,6 +40,10 @@ def clean(text: str | None) -> str:
     """
     if not text:
         return ""
+    # Most texts are clean already (anchors are cleaned when read, URLs normalized): a printable
+    # string holds no white space but ASCII spaces, so it needs no change unless those repeat.
+    if text.isprintable() and "  " not in text and text[0] != " " and text[-1] != " ":
+        return text
     return _BREAKING.sub(" ", text).strip()
 
 

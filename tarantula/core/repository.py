@@ -5,6 +5,9 @@
       duplicates.tsv      exact duplicates: duplicate URL, TAB, the stored original's URL
       .tarantula/state.db the crawl state (:mod:`tarantula.core.state`)
       .tarantula/stats.json the last run's stats (Scrapy's, as JSON)
+      report.html         the crawl report (SPEC 11)
+      warc/               WARC files of every exchange (warc = yes)
+      browse/             the mirror with links that resolve offline (browsable = yes)
       <host>[:<port>]/... the mirror (:mod:`tarantula.core.mirror`)
 
 A fresh crawl starts both files empty and grows them as documents are committed; a resume rewrites
@@ -33,7 +36,7 @@ STATE_NAME = "state.db"
 STATS_NAME = "stats.json"  # the last run's final Scrapy stats, in the state folder
 REPORT_NAME = "report.html"  # the crawl report (SPEC 11), written at the end of every run
 #: Top-level names of the repository that are not mirrored documents.
-OWN_NAMES = frozenset({INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER, "browse", REPORT_NAME})
+OWN_NAMES = frozenset({INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER, "browse", "warc", REPORT_NAME})
 
 
 #: Seconds to wait before resuming a crawl that ended unfinished, but for the time limit.

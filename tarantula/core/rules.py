@@ -53,6 +53,9 @@ class Verdict:
         return self.rule is None
 
 
+#: Verdicts :meth:`UrlRules.check` remembers (a few hundred bytes each).
+VERDICTS_KEPT = 65536
+
 #: A rule takes (href as written, normalized URL, its origin, its file name); True rejects.
 Rule = Callable[[str, str, Origin, str], bool]
 
@@ -62,6 +65,7 @@ class UrlRules:
 
     def __init__(self, config: CrawlConfig) -> None:
         self._timeouts: set[str] = set()
+        self._verdicts: dict[tuple[str, str | None], Verdict] = {}
         self.sort_query = config.sort_query
         self.traversal = config.traversal_algorithm
         self.filters = UrlFilters(config.accept_list, config.reject_list)
@@ -88,7 +92,22 @@ class UrlRules:
         return normalize_url(url, sort_query=self.sort_query)
 
     def check(self, url: str, href: str | None = None) -> Verdict:
-        """Run ``url`` (absolute; ``href`` is the link as written, default ``url``) through the chain."""
+        """Run ``url`` (absolute; ``href`` is the link as written, default ``url``) through the chain.
+
+        Verdicts are remembered: a page's navigation links are judged again on every page that
+        carries them, and the rules of a crawl never change. The memory holds at most
+        :data:`VERDICTS_KEPT` verdicts and is cleared when full.
+        """
+        key = (url, href)
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._check(url, href)
+            if len(self._verdicts) >= VERDICTS_KEPT:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        return verdict
+
+    def _check(self, url: str, href: str | None) -> Verdict:
         try:
             normalized = self.normalize(url)
         except UrlRejected as exc:

@@ -143,7 +143,13 @@ class LinkResolver:
         href = href.strip(_C0_SPACE).translate(_TAB_NEWLINE)
         plain = self.fast and len(href) > 1 and "\\" not in href and " " not in href
         fast = self._fast(href) if plain else None
-        return fast if fast is not None else join_url(self.base, href)
+        if fast is not None:
+            return fast
+        if self.fast and href and href[0] not in "?#" and not href.startswith("//"):
+            # Such a reference depends on the base's folder only, and pages of one folder
+            # repeat their links: the joins are remembered by folder.
+            return _join_in_folder(self.folder, href)
+        return join_url(self.base, href)
 
     def _fast(self, href: str) -> str | None:
         """The join by string operations, or None when ``href`` needs the full algorithm: dot
@@ -163,6 +169,11 @@ class LinkResolver:
         if ":" in href.partition("/")[0].partition("?")[0].partition("#")[0]:
             return None
         return self.folder + href
+
+
+@lru_cache(maxsize=16384)
+def _join_in_folder(folder: str, href: str) -> str:
+    return join_url(folder, href)
 
 
 def normalize_url(url: str, *, sort_query: bool = False) -> str:

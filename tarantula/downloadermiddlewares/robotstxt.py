@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 
 _DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 ROBOTS_MAX_BYTES = 500 * 1024
+#: URLs whose robots.txt answer is remembered (about 100 bytes each); the memory is cleared when full.
+ANSWERS_KEPT = 65536
 
 #: What a download of robots.txt may fail with: Scrapy's download errors, a request refused on its
 #: way (a dropped host), and the operating system's network errors. Anything else is a defect.
@@ -112,6 +114,7 @@ class RobotsTxtMiddleware:
         maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         self.maxsize = max(maxsize, ROBOTS_MAX_BYTES) if maxsize else 0
         self.parsers: dict[str, RobotParser | Deferred[RobotParser]] = {}
+        self._answers: dict[str, bool] = {}  # see allows()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsTxtMiddleware:
@@ -192,13 +195,31 @@ class RobotsTxtMiddleware:
     async def learn(self, urls: Iterable[str]) -> None:
         """Fetch the rules of every site of ``urls`` not known yet, all together: a page linking to
         several silent hosts waits for one timeout, not one each."""
-        unknown = {site_key(url): url for url in urls if self.known(url) is None}
+        unknown: dict[str, str] = {}
+        parsers = self.parsers
+        for url in urls:
+            key = site_key(url)
+            if key not in unknown and isinstance(parsers.get(key), (Deferred, type(None))):
+                unknown[key] = url  # not fetched yet, or being fetched
         await asyncio.gather(*(self.allowed(url) for url in unknown.values()))
 
     def allows(self, url: str) -> bool:
         """Whether robots.txt lets the crawler fetch ``url``, once its site's rules were learnt
-        (:meth:`learn`); a site not learnt yet is not refused."""
-        return self.known(url) is not False
+        (:meth:`learn`); a site not learnt yet is not refused.
+
+        Answers are remembered: a page's navigation links are asked about on every page, and
+        Protego's matching is a tenth of the cost of a page's links. A site's rules never change
+        during a crawl once learnt, so an answer stays true.
+        """
+        answer = self._answers.get(url)
+        if answer is None:
+            known = self.known(url)
+            answer = known is not False
+            if known is not None:
+                if len(self._answers) >= ANSWERS_KEPT:
+                    self._answers.clear()
+                self._answers[url] = answer
+        return answer
 
     def known(self, url: str) -> bool | None:
         """Whether robots.txt lets the crawler fetch ``url``, when the site's rules are known

@@ -93,9 +93,9 @@ class WarcMiddleware:
     def from_crawler(cls, crawler: Crawler) -> WarcMiddleware:
         context = context_of(crawler)
         if not context.config.warc:
-            raise NotConfigured("warc = no")
+            raise NotConfigured  # warc = no (a reason would be logged as a warning)
         if context.state.db.path is None:
-            raise NotConfigured("the crawl state is kept in memory: no outputs are written")
+            raise NotConfigured  # the state is kept in memory (scrapy check): no outputs
         try:
             import warcio  # noqa: F401
         except ImportError:

@@ -44,9 +44,9 @@ class BrowsePipeline:
     def from_crawler(cls, crawler: Crawler) -> BrowsePipeline:
         context = context_of(crawler)
         if not context.config.browsable:
-            raise NotConfigured("browsable is off")
+            raise NotConfigured  # browsable = no (a reason would be logged as a warning)
         if context.state.db.path is None:
-            raise NotConfigured("the crawl state is kept in memory")
+            raise NotConfigured  # the state is kept in memory (scrapy check): no outputs
         return cls(crawler, context, UPDATE_INTERVAL)
 
     def open_spider(self, spider: Spider | None = None) -> None:

@@ -79,7 +79,15 @@ class MirrorPipeline:
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
         try:
             relpath = PurePosixPath(existing.path) if existing else self._free_path(item)
-            write_atomic(store_path(self.repository, relpath), item.body, sync=False)
+            try:
+                write_atomic(store_path(self.repository, relpath), item.body, sync=False)
+            except UnsafePath:
+                if existing:
+                    raise
+                # A file where a folder is needed, or the other way round (`/a.pdf` and
+                # `/a.pdf/b.html`): looked for only when it happens, as it costs a stat a folder.
+                relpath = self._free_path(item, clash=True)
+                write_atomic(store_path(self.repository, relpath), item.body, sync=False)
         except (UnsafePath, OSError) as exc:
             # SPEC 6: a document that cannot be stored costs itself only.
             self._drop(item, md5, "unsafe-path")
@@ -103,12 +111,13 @@ class MirrorPipeline:
         self.documents.release(md5, item.url)
         self.frontier.ack(item.url, why)
 
-    def _free_path(self, item: Document) -> PurePosixPath:
-        """The document's mirror path, made distinct when another URL's copy holds that name."""
+    def _free_path(self, item: Document, clash: bool = False) -> PurePosixPath:
+        """The document's mirror path, made distinct when another URL's copy holds that name (and,
+        after a ``clash``, when a file stands where a folder is needed or the other way round)."""
         # A document of unknown type still gets an extension, so its file never takes the name of
         # a folder that a longer URL needs (SPEC 7.1).
         relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
-        # A file where a folder is needed, or the other way round (`/a.pdf` and `/a.pdf/b.html`).
-        relpath = clash_free(self.repository, relpath, item.url)
+        if clash:
+            relpath = clash_free(self.repository, relpath, item.url)
         owner = self.documents.path_owner(relpath.as_posix())
         return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)

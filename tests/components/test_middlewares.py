@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import (
     DownloadCancelledError,
     DownloadConnectionRefusedError,
@@ -420,6 +420,9 @@ def test_per_host_stats_follow_each_answer(crawls, clock):
         crawl.context.politeness.started("a.test", 100.0)
         request = handed(download_latency=latency)
         middleware.process_response(request, Response(request.url, body=body, request=request))
+    crawl.crawler.signals.send_catch_log(
+        signal=signals.spider_closed, spider=None, reason="finished"
+    )
     prefix = "tarantula/host/a.test/"
     stats = {
         key.removeprefix(prefix): value

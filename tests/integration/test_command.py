@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -84,7 +85,7 @@ def test_bad_configuration_exits_2_with_file_line_col(web, tmp_path, text, where
     lines = [line for line in result.stderr.splitlines() if ": error: " in line]
     assert lines, result.stderr
     assert any(where in line and what.lower() in line.lower() for line in lines), result.stderr
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr and "ERROR" not in result.stderr
     assert web.requests == []  # nothing was fetched
 
 
@@ -228,3 +229,37 @@ def test_scrapy_check_fails_when_the_callback_stops_extracting(tmp_path):
     )
     assert result.returncode == 1, result.stderr
     assert "FAILED" in result.stderr and "Returned 0 requests" in result.stderr
+
+
+def test_another_spider_runs_as_with_scrapys_own_command(web, tmp_path):
+    """The project's settings name Tarantula's scheduler, pipelines and middlewares; for a spider
+    that is not Tarantula's they stand aside (NotConfigured, Scrapy's own scheduler)."""
+    web.page("127.0.0.1", "/", "<title>Other</title>")
+    spider = tmp_path / "other.py"
+    spider.write_text(
+        textwrap.dedent(f'''
+        import scrapy
+
+        class Other(scrapy.Spider):
+            name = "other"
+            start_urls = ["{web.url("127.0.0.1", "/")}"]
+
+            def parse(self, response):
+                yield {{"title": response.css("title::text").get()}}
+        ''')
+    )
+    out = tmp_path / "items.jsonl"
+    result = scrapy("runspider", str(spider), "-O", str(out))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(out.read_text()) == {"title": "Other"}
+    assert "Traceback" not in result.stderr and "ERROR" not in result.stderr
+
+
+def test_jobdir_does_not_replace_the_crawl_state(web, tmp_path):
+    """Scrapy's JOBDIR keeps a spider state of its own; the crawl's state is not the spider's."""
+    web.page("a.test", "/", '<a href="/x.html">x</a>')
+    web.page("a.test", "/x.html", "x")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")])
+    result = run_crawl(conf, "-s", f"JOBDIR={tmp_path / 'job'}")
+    assert result.status == 0, result.process.stdout
+    assert len(result.records) == 2

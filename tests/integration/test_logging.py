@@ -61,7 +61,8 @@ def test_below_level_2_the_terminal_has_no_banner(web, tmp_path, log_file, level
     if log_file == "log":
         # The terminal shows the summary, printed; everything else is in the file.
         assert crawl.process.stderr == ""
-        assert crawl.process.stdout.startswith("Crawl finished (finished)")
+        assert crawl.process.stdout.startswith("Fresh crawl of ")  # the start line
+        assert "\nCrawl finished (finished)" in crawl.process.stdout
         assert banner_lines(crawl.log) == []  # below level 2, not in the file either
         assert ("Stored " in crawl.log) == (level == 1)
     else:
