@@ -80,12 +80,15 @@ HOME = b'<title>Home</title><a href="/b.html">B</a> <a href="c.pdf">C</a>'
 
 
 def test_off_unless_browsable(crawls: Crawls):
-    with pytest.raises(NotConfigured, match="browsable is off"):
+    # Scrapy logs the reason of a NotConfigured as a warning: a choice of the config gives none.
+    with pytest.raises(NotConfigured) as off:
         build_from_crawler(BrowsePipeline, crawls().crawler)
+    assert off.value.args == ()
     with pytest.raises(NotConfigured, match="not a Tarantula crawl"):
         build_from_crawler(BrowsePipeline, get_crawler(OtherSpider, PROJECT_SETTINGS))
-    with pytest.raises(NotConfigured, match="in memory"):
+    with pytest.raises(NotConfigured) as in_memory:
         build_from_crawler(BrowsePipeline, crawls(browsable(crawls), in_memory=True).crawler)
+    assert in_memory.value.args == ()
 
 
 def test_a_page_is_written_once_committed_and_updated_when_its_targets_arrive(crawls: Crawls):

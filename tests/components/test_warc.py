@@ -338,11 +338,14 @@ def test_without_a_crawl_context_the_middleware_switches_itself_off():
         build_from_crawler(WarcMiddleware, get_crawler(settings_dict=PROJECT_SETTINGS))
 
 
-def test_warc_no_or_a_state_in_memory_switches_it_off(crawls):
-    with pytest.raises(NotConfigured, match="warc = no"):
+def test_warc_no_or_a_state_in_memory_switches_it_off_silently(crawls):
+    # Scrapy logs the reason of a NotConfigured as a warning: a choice of the config gives none.
+    with pytest.raises(NotConfigured) as off:
         build_from_crawler(WarcMiddleware, crawls(warc=False).crawler)
-    with pytest.raises(NotConfigured, match="in memory"):
+    assert off.value.args == ()
+    with pytest.raises(NotConfigured) as in_memory:
         build_from_crawler(WarcMiddleware, crawls(warc=True, in_memory=True).crawler)
+    assert in_memory.value.args == ()
 
 
 def test_it_is_the_highest_enabled_downloader_middleware():
