@@ -593,7 +593,9 @@ class BrowseMirror:
     can resolve then. Every page remembers, in the crawl's database, which of its targets were
     not stored yet (``browse_waiting``) and which it links to as files; when a waited-for target
     is stored, the pages waiting for it are marked (``browse_dirty``), and
-    :meth:`update_if_due` (every ``interval`` seconds) and :meth:`close` write them again.
+    :meth:`update_if_due` and :meth:`close` write them again. Updates come at most every
+    ``interval`` seconds, and are spaced so that they take at most ``share`` of the time (a page
+    whose targets trickle in is not written again for each of them).
     :meth:`reconcile`, run when a run opens and closes, compares the copies with the documents
     of the state: a document removed (a recrawl's 404, a redirect) loses its copy and the pages
     linking to it link to its URL instead; a document with no copy (a crash, ``browsable``
@@ -614,6 +616,7 @@ class BrowseMirror:
         normalize: Callable[[str], str],
         *,
         interval: float = 10.0,
+        share: float = 0.2,
         count: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -622,12 +625,13 @@ class BrowseMirror:
         self.root = self.repository / BROWSE_NAME
         self.normalize = normalize
         self.interval = interval
+        self.share = share
         self.count = count or (lambda event, n: None)
         self.clock = clock
         self._dirty: set[int] = set()  # pages to write again: a target arrived or left
         self._queue: dict[str, bytes | Path | None] = {}  # path -> content, raw copy, None: delete
         self._queued = 0
-        self._last_update = clock()
+        self._next_update = clock() + interval
         for statement in _SCHEMA:
             db.execute(statement)
         db.on_commit(after=self._write_files)
@@ -661,12 +665,13 @@ class BrowseMirror:
         self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
 
     def update_if_due(self) -> None:
-        """Write again the pages whose targets arrived, at most every ``interval`` seconds."""
-        if self._dirty and self.clock() - self._last_update >= self.interval:
+        """Write again the pages whose targets arrived, if an update is due."""
+        if self._dirty and self.clock() >= self._next_update:
             self.update()
 
     def update(self) -> int:
         """Write again every page whose targets arrived or left; returns how many."""
+        started = self.clock()
         dirty, self._dirty = self._dirty, set()
         updated = 0
         for page in sorted(dirty):
@@ -684,7 +689,9 @@ class BrowseMirror:
             md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
             self._convert(url, path, md5, kind, codec, body)
             updated += 1
-        self._last_update = self.clock()
+        now = self.clock()
+        spent = now - started
+        self._next_update = now + max(self.interval, spent * (1 / self.share - 1))
         if updated:
             self.count("updated", updated)
         return updated

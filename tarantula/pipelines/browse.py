@@ -2,10 +2,11 @@
 (SPEC 11, ``browsable = yes`` in ``<output-options>``; :mod:`tarantula.core.browse`).
 
 Runs after the index pipeline: each stored document is converted at once (its page linking the
-documents stored so far), pages whose link targets arrived since are written again at most every
-:data:`UPDATE_INTERVAL` seconds, and when a run opens and closes ``browse/`` is brought in line
-with the crawl state (documents a recrawl removed, documents stored while ``browsable`` was off
-or lost to a kill). Files are written once the crawl state that records them is committed.
+documents stored so far); pages whose link targets arrived since are written again at most every
+:data:`UPDATE_INTERVAL` seconds, and so that these updates take at most :data:`UPDATE_SHARE` of
+the time; when a run opens and closes, ``browse/`` is brought in line with the crawl state
+(documents a recrawl removed, documents stored while ``browsable`` was off or lost to a kill).
+Files are written once the crawl state that records them is committed.
 
 Off unless ``browsable`` is yes, and for a crawl whose state is kept in memory (``scrapy check``).
 
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
 #: Seconds between two updates of the pages whose link targets arrived meanwhile: a hub page
 #: is written again at most this often, not once per target.
 UPDATE_INTERVAL = 10.0
+#: The largest share of the crawl's time these updates may take: a longer update waits longer
+#: for the next one.
+UPDATE_SHARE = 0.2
 
 
 class BrowsePipeline:
@@ -38,6 +42,7 @@ class BrowsePipeline:
         self.stats = crawler.stats
         self.context = context
         self.interval = interval
+        self.share = UPDATE_SHARE
         self.mirror: BrowseMirror | None = None
 
     @classmethod
@@ -56,6 +61,7 @@ class BrowsePipeline:
             self.context.repository.root,
             self.context.rules.normalize,
             interval=self.interval,
+            share=self.share,
             count=self._count,
         )
         self.mirror.open()

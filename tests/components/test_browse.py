@@ -67,6 +67,7 @@ def begin(crawl: Crawl, *, browse: bool = True, interval: float = 0.0) -> Run:
     if browse:
         pipeline = build_from_crawler(BrowsePipeline, crawl.crawler)
         pipeline.interval = interval
+        pipeline.share = 1.0  # no spacing of the updates beyond the interval
         pipeline.open_spider(crawl.spider)
     return Run(crawl, mirror, index, pipeline)
 
@@ -200,3 +201,17 @@ def test_a_browse_folder_deleted_by_hand_is_built_again(crawls: Crawls):
     second.commit()
     assert '<a href="b.html">' in second.page("a.test/index.html")
     assert second.page("a.test/b.html") == "b"
+
+
+def test_a_kill_before_an_update_leaves_it_to_the_next_run(crawls: Crawls):
+    config = browsable(crawls)
+    first = begin(crawls(config), interval=3600)
+    first.store(A, HOME)
+    first.store(B, b"b")  # the home page is marked, not written again yet
+    first.commit()
+    assert "http://a.test/b.html" in first.page("a.test/index.html")
+    first.crawl.context.state.db.sql.close()  # kill -9: no update, no end of run
+
+    second = begin(crawls(config))
+    second.commit()
+    assert '<a href="b.html">' in second.page("a.test/index.html")

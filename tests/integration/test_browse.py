@@ -282,6 +282,7 @@ def test_after_kill_9_the_resumed_crawl_leaves_browse_whole(web, tmp_path):
     process.communicate()
     final = run_crawl(conf, timeout=300)
     assert final.status == 0, final.process.stdout
+    assert final.stats["tarantula/run/resume"] == 1  # the kill landed mid-crawl
     all_links_local(final, web.port, pages)
     check = verify(conf)
     assert (check.returncode, check.stdout) == (0, ""), check.stdout
