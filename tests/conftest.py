@@ -66,6 +66,9 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
         "log_level": "logging",
         "period": "recrawling-options",
         "threads": "multithreading-options",
+        "warc": "output-options",
+        "browsable": "output-options",
+        "report": "output-options",
     }
     for key, value in values.items():
         if key not in sections:
@@ -139,6 +142,18 @@ def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
     log = log_path.read_text(encoding="utf-8") if log_path.exists() else process.stderr
     stats = json.loads(stats_path.read_text("utf-8")) if stats_path.exists() else {}
     return Crawl(process, conf.parent / "repo", log, stats)
+
+
+def run_scrapy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``scrapy ARGS...`` from the project folder (a command such as ``verify``, ``explain``)."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import sys
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 
 from tarantula.demo.server import RequestRecord, Resource, SiteServer
 
-from ..conftest import PROJECT, Crawl, run_crawl, write_conf
+from ..conftest import Crawl, run_crawl, run_scrapy, write_conf
 from .test_recovery import start_crawl, tree_site, wait_for
 
 pytestmark = pytest.mark.e2e
@@ -28,20 +27,11 @@ HTML = {"Content-Type": "text/html; charset=utf-8"}
 
 
 def browsable_conf(folder: Path, seeds: list[str], **keys: object) -> Path:
-    conf = write_conf(folder, seeds, **keys)
-    conf.write_text(conf.read_text(encoding="utf-8") + "<output-options>\nbrowsable = yes;\n")
-    return conf
+    return write_conf(folder, seeds, browsable=True, **keys)
 
 
 def verify(conf: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "verify", str(conf)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
+    return run_scrapy("verify", str(conf))
 
 
 def png(red: int, green: int, blue: int) -> bytes:

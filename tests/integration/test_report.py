@@ -233,9 +233,7 @@ def test_ctrl_c_still_writes_the_report(web, tmp_path):
 
 def test_report_no_writes_no_report(web, tmp_path):
     web.page("a.test", "/", "<title>Home</title>")
-    conf = write_conf(tmp_path, [web.url("a.test", "/")], log_level=1)
-    with conf.open("a", encoding="utf-8") as file:
-        file.write("<output-options>\nreport = no;\n")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], log_level=1, report=False)
     result = run_crawl(conf)
     assert result.status == 0, result.log
     assert result.urls == [web.url("a.test", "/")]

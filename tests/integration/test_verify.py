@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,27 +14,17 @@ import pytest
 from tarantula.commands.verify import Tally, check_warc, gzip_cut, verify
 from tarantula.core.config import load_config
 
-from ..conftest import PROJECT, run_crawl, write_conf
+from ..conftest import run_crawl, run_scrapy, write_conf
 
 pytestmark = pytest.mark.e2e
 
 
 def conf_with(folder: Path, seeds: list[str], outputs: dict[str, bool], **keys: object) -> Path:
-    conf = write_conf(folder, seeds, **keys)
-    options = "".join(f"{key} = {'yes' if on else 'no'};\n" for key, on in outputs.items())
-    conf.write_text(conf.read_text(encoding="utf-8") + "<output-options>\n" + options)
-    return conf
+    return write_conf(folder, seeds, **outputs, **keys)
 
 
 def scrapy_verify(conf: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "verify", str(conf)],
-        cwd=PROJECT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
+    return run_scrapy("verify", str(conf))
 
 
 def small_site(web) -> str:

@@ -31,11 +31,7 @@ WARCIO = str(Path(sys.executable).with_name("warcio"))
 
 
 def warc_conf(folder: Path, seeds: list[str], warc: bool = True, **keys: Any) -> Path:
-    """A test config (:func:`write_conf`) with an ``<output-options>`` section."""
-    path = write_conf(folder, seeds, **keys)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(f"<output-options>\nwarc = {'yes' if warc else 'no'};\n")
-    return path
+    return write_conf(folder, seeds, warc=warc, **keys)
 
 
 def read_warc(path: Path) -> list[dict[str, Any]]:
