@@ -14,19 +14,9 @@ import pytest
 from tarantula.demo.server import Resource
 
 from ..conftest import PROJECT, run_crawl, write_conf
+from ..conftest import run_scrapy as scrapy
 
 pytestmark = pytest.mark.e2e
-
-
-def scrapy(*args: str, cwd=PROJECT, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
 
 
 BAD_CONFIGS = [

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import random
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,8 @@ from warcio.archiveiterator import ArchiveIterator
 from tarantula.core.warc import SERVER_NOT_MODIFIED, gzip_tail, warc_files
 from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer
 
-from ..conftest import PROJECT, run_crawl, write_conf
+from ..conftest import run_crawl, write_conf
+from .test_recovery import start_crawl, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -216,24 +215,6 @@ def test_a_recrawl_archives_a_304_as_a_revisit_of_the_stored_capture(tmp_path):
     )
 
 
-def start_crawl(conf: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"],
-        cwd=PROJECT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-
-
-def wait_for(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
 def tree(web: SiteServer, pages: int) -> list[str]:
     for i in range(pages):
         links = "".join(
@@ -253,7 +234,7 @@ def killed_crawl(
     conf = warc_conf(tmp_path, [urls[0]], threads=4, host_concurrency=4, log_level=1, **keys)
     process = start_crawl(conf)
     try:
-        wait_for(lambda: len(web.requests) >= 40)
+        wait_for(lambda: len(web.requests) >= 40, timeout=60)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
