@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import time
 from datetime import datetime
@@ -18,8 +16,8 @@ import scrapy
 from tarantula.core.config import load_config
 from tarantula.core.repository import RESUME_PAUSE, Repository
 
-from ..conftest import PROJECT, run_crawl, write_conf
-from .test_recovery import tree_site
+from ..conftest import run_crawl, write_conf
+from .test_recovery import start_watch, tree_site
 
 pytestmark = pytest.mark.e2e
 
@@ -128,14 +126,7 @@ def next_line_starting(lines: queue.Queue[str], start: str, timeout: float = 60)
 def test_watch_resumes_a_run_stopped_at_its_time_limit_when_the_next_period_is_due(web, tmp_path):
     pages = tree_site(web, pages=100, delay=0.3)  # about 30 s of crawling
     conf = write_conf(tmp_path, [pages[0]], time_limit=1, period=1)
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "watch", str(conf)],
-        cwd=PROJECT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
+    watcher = start_watch(conf)
     try:
         lines = output_lines(watcher)
         line = next_line_starting(lines, "Next crawl at ")

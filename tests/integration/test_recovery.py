@@ -68,15 +68,24 @@ def assert_whole(web: SiteServer, repository: Path, pages: int = PAGES) -> list[
     return urls
 
 
-def start_crawl(conf: Path) -> subprocess.Popen[str]:
+def start_scrapy(*args: str) -> subprocess.Popen[str]:
+    """Start ``scrapy ARGS...`` from the project folder; its output goes to one pipe."""
     return subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"],
+        [sys.executable, "-m", "scrapy", *args],
         cwd=PROJECT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
+
+
+def start_crawl(conf: Path) -> subprocess.Popen[str]:
+    return start_scrapy("crawl", "tarantula", "-a", f"conf={conf}")
+
+
+def start_watch(conf: Path) -> subprocess.Popen[str]:
+    return start_scrapy("watch", str(conf))
 
 
 def whole_records(index: Path) -> list[str]:
@@ -313,13 +322,7 @@ def test_second_run_before_the_period_does_nothing(web, tmp_path):
 def test_watch_mode_recrawls_every_period(web, tmp_path):
     web.page("a.test", "/", "home")
     conf = write_conf(tmp_path, [web.url("a.test", "/")], period=0.001)  # 3.6 s
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "watch", str(conf)],
-        cwd=PROJECT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    watcher = start_watch(conf)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and web.targets("a.test").count("/") < 2:
         time.sleep(0.2)
@@ -338,13 +341,7 @@ def test_watch_stops_the_running_crawl_gracefully(web, tmp_path, signum):
     rather than when that crawl ends; the next run resumes it."""
     urls = tree_site(web, pages=60, delay=0.2)
     conf = write_conf(tmp_path, [urls[0]], period=1)
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "watch", str(conf)],
-        cwd=PROJECT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    watcher = start_watch(conf)
     index = tmp_path / "repo" / "index.txt"
     wait_for(lambda: len(whole_records(index)) >= 3, timeout=60)
     watcher.send_signal(signum)
