@@ -69,6 +69,8 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
         "warc": "output-options",
         "browsable": "output-options",
         "report": "output-options",
+        "redis": "distributed-options",
+        "lease_timeout": "distributed-options",
     }
     for key, value in values.items():
         if key not in sections:

@@ -52,6 +52,7 @@ SECTIONS = (
     "recrawling-options",
     "multithreading-options",
     "output-options",
+    "distributed-options",
 )
 
 
@@ -119,6 +120,8 @@ class CrawlConfig:
     warc: bool = False  # SPEC 11: every HTTP exchange in <repository>/warc/
     browsable: bool = False  # SPEC 11: <repository>/browse/, links made relative
     report: bool = True  # SPEC 11: <repository>/report.html at the end of every run
+    redis: str = ""  # SPEC 9: the Redis server workers share the crawl through ("": one process)
+    lease_timeout: float = 60.0  # SPEC 9: seconds before a dead worker's URLs go back
     warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -235,6 +238,25 @@ def _url(key: str, text: str) -> str:
     return text
 
 
+def _redis_url(key: str, text: str) -> str:
+    """A Redis server's URL (``redis://``, ``rediss://`` or ``unix://``); empty: no server."""
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        parts = urlsplit(text)
+        ok = parts.scheme in ("redis", "rediss") and bool(parts.hostname) and parts.port != 0
+        ok = ok or (parts.scheme == "unix" and bool(parts.path))
+    except ValueError:
+        ok = False
+    if not ok:
+        raise _Invalid(
+            f"'{text}' in '{key}' is not a Redis URL (redis://HOST[:PORT][/DB], rediss://... or "
+            "unix:///PATH)"
+        )
+    return text
+
+
 def _resolve_item(key: str, text: str) -> tuple[str, str]:
     host, sep, address = (part.strip() for part in text.partition("="))
     host = host.lower()
@@ -258,7 +280,7 @@ class _Key:
     required: bool = False
 
 
-_C, _L, _R, _M, _O = SECTIONS
+_C, _L, _R, _M, _O, _D = SECTIONS
 # A key's default is its CrawlConfig field's default: a new key is one line here, one field there.
 _KEYS = {
     key.name: key
@@ -296,6 +318,8 @@ _KEYS = {
         _Key("warc", _O, _boolean),
         _Key("browsable", _O, _boolean),
         _Key("report", _O, _boolean),
+        _Key("redis", _D, _redis_url),
+        _Key("lease-timeout", _D, _number(1)),
     )
 }
 
@@ -603,6 +627,17 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
         reader.error(
             reader.first_seen["warc"],
             "warc = yes needs warcio: install the warc extra (pip install 'tarantula[warc]')",
+        )
+    if reader.values.get("redis") and importlib.util.find_spec("redis") is None:
+        reader.error(
+            reader.first_seen["redis"],
+            "redis needs redis-py: install the redis extra (pip install 'tarantula[redis]')",
+        )
+    if reader.values.get("redis") and reader.values.get("browsable"):
+        reader.error(
+            reader.first_seen["browsable"],
+            "browsable = yes is not available in a crawl shared through Redis yet: run it in one "
+            "process, or leave browsable out",
         )
     if reader.errors:
         display = str(path) if display_name is None else display_name

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tarantula import __version__
@@ -382,7 +382,23 @@ def test_config_is_frozen() -> None:
         (
             SEED + "<extras>",
             "c.conf:2:1: error: unknown section <extras>; known sections: <crawler-options>, "
-            "<logging>, <recrawling-options>, <multithreading-options>, <output-options>",
+            "<logging>, <recrawling-options>, <multithreading-options>, <output-options>, "
+            "<distributed-options>",
+        ),
+        (
+            SEED + '<distributed-options>\nredis = "http://h:6379";',
+            "c.conf:3:9: error: 'http://h:6379' in 'redis' is not a Redis URL "
+            "(redis://HOST[:PORT][/DB], rediss://... or unix:///PATH)",
+        ),
+        (
+            SEED + "<distributed-options>\nlease-timeout = 0;",
+            "c.conf:3:17: error: 'lease-timeout' must be at least 1, got '0'",
+        ),
+        (
+            SEED
+            + '<output-options>\nbrowsable = yes;\n<distributed-options>\nredis = "redis://h";',
+            "c.conf:3:1: error: browsable = yes is not available in a crawl shared through Redis "
+            "yet: run it in one process, or leave browsable out",
         ),
         (
             SEED + "threads = 2;",
@@ -801,6 +817,10 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "log-level": st.integers(0, 2).map(lambda n: (str(n), n)),
     "period": _floats(0).map(lambda f: (repr(f), f)),
     "threads": st.integers(1, 1000).map(lambda n: (str(n), n)),
+    "redis": st.sampled_from(["", "redis://10.0.0.5:6379/0", "unix:///run/redis.sock"]).map(
+        lambda url: (f'"{url}"', url)
+    ),
+    "lease-timeout": _floats(1).map(lambda f: (repr(f), f)),
 }
 SEEDS = st.from_regex(
     r"https?://[a-z][a-z0-9]{0,8}\.(com|org|gr)(/[a-z0-9._~-]{0,10})?", fullmatch=True
@@ -849,6 +869,8 @@ def valid_configs(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
         parts = [f"<{draw(_spelling('crawler-options'))}>", *parts]
     for section in others:
         parts += [f"<{draw(_spelling(section))}>", *statements[section]]
+    # A shared crawl has no browsable mirror yet (a problem, tested apart).
+    assume(not (expected.get("redis") and expected.get("browsable")))
     return "\n".join(parts), expected
 
 
@@ -912,3 +934,14 @@ def test_render_list_patterns_are_checked_like_the_others() -> None:
         "c.conf:2:17: error: invalid regular expression '(' in 'render-list': "
         "missing ), unterminated subpattern at position 0"
     ]
+
+
+def test_distributed_options() -> None:
+    """SPEC 9: the Redis server and the lease timeout; without them, one process."""
+    config = parse_config(
+        SEED + '<distributed-options>\nredis = "redis://10.0.0.5:6379/0";\nlease-timeout = 30;',
+        "c.conf",
+    )
+    assert (config.redis, config.lease_timeout) == ("redis://10.0.0.5:6379/0", 30.0)
+    alone = parse_config(SEED, "c.conf")
+    assert (alone.redis, alone.lease_timeout) == ("", 60.0)
