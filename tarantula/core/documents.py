@@ -1,5 +1,7 @@
 """The document store: one row per stored document, the content claims that find exact
-duplicates (SPEC 6), and the index and duplicates files derived from them (SPEC 7).
+duplicates (SPEC 6), the page claims that hold the crawl to max-page-number, and the index and
+duplicates files derived from them (SPEC 7). A crawl shared through Redis has the same store there
+(:class:`tarantula.frontiers.redis_state.RedisDocumentStore`).
 
 Rows live in the crawl's database (:mod:`tarantula.core.database`), in the transaction that also
 marks their URLs done in the frontier. Records and duplicate lines are appended to their files only
@@ -29,8 +31,9 @@ class StoredDocument:
     record: str  # the index record: record line and link lines
 
 
-class DocumentStore:
-    """Stored documents, duplicates and content claims of one crawl."""
+class OutputFiles:
+    """The files a document store keeps beside its records, around the commits of ``db``: mirror
+    files are synced before a commit, and index and duplicate lines appended after it."""
 
     def __init__(self, db: StateDB) -> None:
         self.db = db
@@ -43,7 +46,6 @@ class DocumentStore:
         self._files_written = False
         self._records: list[str] = []
         self._duplicates: list[str] = []
-        self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
         db.on_commit(before=self._sync_files, after=self._append_outputs)
 
     def _sync_files(self) -> None:
@@ -59,6 +61,31 @@ class DocumentStore:
         """A mirror file was written: it is synced to disk before the next commit records it."""
         self._files_written = True
         self.db.changed()
+
+
+class DocumentStore(OutputFiles):
+    """Stored documents, duplicates and content claims of one crawl."""
+
+    def __init__(self, db: StateDB) -> None:
+        super().__init__(db)
+        self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
+        self._pages: set[str] = set()  # URLs of new documents on their way to be stored
+
+    def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
+        """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit): it is a
+        stored document already, or stored documents and pages claimed stay under ``limit``; the
+        claim then holds until :meth:`store` or :meth:`release_page`. One process claims here
+        (``worker`` is for the shared store's interface)."""
+        if limit <= 0 or url in self._pages or self.document(url) is not None:
+            return True
+        if self.count() + len(self._pages) >= limit:
+            return False
+        self._pages.add(url)
+        return True
+
+    def release_page(self, url: str) -> None:
+        """``url`` will not be stored after all: its page claim ends."""
+        self._pages.discard(url)
 
     def document(self, url: str) -> StoredDocument | None:
         row = self.db.execute(
@@ -121,6 +148,7 @@ class DocumentStore:
         )
         self.db.changed()
         self._claims.pop(doc.md5, None)
+        self._pages.discard(doc.url)
         if self.append:
             self._records.append(doc.record)
 

@@ -41,6 +41,9 @@ class Run:
     ended: float | None
     reason: str | None
     crawl_started: float  # when the crawl this run belongs to began: its first run's start
+    #: In a crawl shared through Redis: this worker joined a run another worker began (and still
+    #: works in); that worker readied the frontier and the outputs for it.
+    joined: bool = False
 
     @property
     def complete(self) -> bool:
@@ -120,6 +123,11 @@ class CrawlState:
     def generation(self) -> int:
         return self.frontier.generation
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether the state is kept in memory only (``scrapy check``): no files to write."""
+        return self.db.path is None
+
     def begin(self, now: float | None = None) -> Run:
         """Start a run and ready the frontier for it (see :meth:`SqliteFrontier.begin`); the seeds
         are the caller's to push."""
@@ -135,6 +143,10 @@ class CrawlState:
 
     def commit(self) -> None:
         self.db.commit()
+
+    def tick(self) -> None:
+        """The crawl's periodic call (every second or so): commit what changed."""
+        self.db.commit_if_changed()
 
     def close(self) -> None:
         self.db.close()

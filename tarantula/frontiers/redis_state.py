@@ -1,0 +1,781 @@
+"""The rest of a crawl's shared state on a Redis server (SPEC 9): the live workers, the run log and
+the document store, beside the frontier of :mod:`tarantula.frontiers.redis`.
+
+:class:`RedisState` is :class:`~tarantula.core.state.CrawlState` for a worker of a crawl shared
+through Redis: :class:`Workers` (who is alive), :class:`RedisRunLog` (fresh crawl, join, resume
+or recrawl, and how each run ended), :class:`~tarantula.frontiers.redis.RedisFrontier` and
+:class:`RedisDocumentStore` (stored documents, content and page claims, duplicates). Every step
+that two workers could race on is one Lua script, and times are the server's
+(``redis.call('TIME')``), never a worker's clock.
+
+Keys
+----
+Under the frontier's prefix ``tarantula:{<crawl-id>}:`` (the same hash tag: one Redis Cluster slot
+for the whole crawl); per-folder keys are named inside the scripts from the same prefix.
+
+==================  ======  =======================================================================
+key                 type    content
+==================  ======  =======================================================================
+``workers``         hash    worker -> the server time its heartbeat runs out (live until then)
+``runs``            list    the runs, oldest first (a run's id is its position from 1): JSON with
+                            id, kind, generation, started, ended, reason, crawl_started (times as
+                            text with microseconds; no ``ended`` or ``reason`` while it is open)
+``docs``            hash    URL -> stored document: JSON with the other
+                            :class:`~tarantula.core.documents.StoredDocument` fields, its
+                            ``generation``, ``folder`` (the folder id holding its current copy)
+                            and ``seq`` (store order)
+``doc-md5``         hash    content MD5 -> URL of the stored document with that content
+``doc-path``        hash    mirror path -> URL of the stored document whose copy is there
+``doc-seq``         string  the store sequence: documents and duplicates, in the order first seen
+``idx:<folder>``    zset    URLs of the documents whose copy is in ``<folder>``, scored by ``seq``:
+                            that folder's ``index.txt`` in order, read a page at a time
+``claims``          hash    content MD5 -> URL on its way to be stored with that content
+``claimers``        hash    content MD5 -> the worker holding that claim
+``pages``           hash    URL -> the worker holding a max-page-number claim for it
+``dups``            hash    duplicate URL -> JSON with ``original``, ``generation``, ``folder`` and
+                            ``seq``
+``dupidx:<folder>`` zset    duplicate URLs found by the workers of ``<folder>``, scored by ``seq``
+==================  ======  =======================================================================
+
+Workers
+-------
+A worker is live while its heartbeat (:meth:`Workers.beat`, every few seconds, with a deadline
+``ttl`` seconds ahead) has not run out. Claims of a worker that is no longer live do not count:
+a killed worker's content and page claims are freed by the next script that meets them. A worker
+that misses its heartbeats for longer than ``ttl`` (a stopped process, a long pause) is taken for
+dead, so ``ttl`` must be well above the heartbeat's interval.
+
+Runs
+----
+:meth:`RedisRunLog.begin` with no run yet starts a crawl (generation 1). While the last run is
+open and another worker is live, the caller *joins* it: the same run, with ``joined`` set, and
+nothing else changes (the frontier's leases and the outputs belong to the workers at work). When
+the last run is open and nobody else is live, every worker was killed: it is ended ``killed`` and
+a resume starts. After a complete run (:data:`~tarantula.core.state.COMPLETE`) comes a recrawl in
+a new generation, after any other end a resume. :meth:`RedisRunLog.end` with a complete reason
+ends the run for everybody (the first such end counts); any other reason (Ctrl-C, the time
+limit) leaves it open while other workers are live, and the last live worker to end it closes it
+with its own reason.
+
+Documents
+---------
+A stored document's record is written to Redis at once. Its index line is appended to the
+worker's ``index.txt`` after the next commit of the worker's :class:`StateDB` (a hook, as in
+:class:`~tarantula.core.documents.DocumentStore`), and only when the store created the record in
+this generation: a URL stored again (its worker was killed after storing it, before its lease was
+acknowledged, and another worker fetched it again) replaces the record but gets no second line.
+A record belongs to the folder holding its current copy: a store that wrote no file (same
+content, same path) leaves the record with the folder that has the file. Workers sharing a
+folder (same ``.tarantula/folder-id``, :func:`folder_id_of`) write one ``index.txt``; workers with
+folders of their own each write their part. :meth:`RedisDocumentStore.rewrite_outputs` writes a
+folder's ``index.txt`` and ``duplicates.tsv`` from Redis, in store order: it reads the folder's
+``idx:`` zset a page at a time by score, so no command reads a big store whole and the worker
+sorts nothing (a scan of ``docs`` would visit every folder's records, in no order).
+
+max-page-number is exact across workers: a worker about to store a new document asks
+:meth:`RedisDocumentStore.claim_page`, which counts stored documents and the pages claimed by live
+workers; :meth:`~RedisDocumentStore.store` turns the claim into the document, and
+:meth:`~RedisDocumentStore.release_page` gives it up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from tarantula.core.database import StateDB, write_lines
+from tarantula.core.documents import OutputFiles, StoredDocument
+from tarantula.core.repository import STATE_FOLDER
+from tarantula.core.state import COMPLETE, Run
+from tarantula.frontiers.redis import RedisFrontier
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+#: Seconds a worker stays live after its last heartbeat; the crawler beats every few seconds.
+WORKER_TTL = 30.0
+
+#: The file under ``<repository>/.tarantula/`` naming the repository folder in a shared crawl.
+FOLDER_ID_NAME = "folder-id"
+
+_TIME = r"""
+local function now_time()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
+-- Times go to Redis as text with microseconds: Lua would write a number with 14 digits only.
+local function fmt(t) return string.format('%.6f', t) end
+"""
+
+
+def folder_id_of(root: Path) -> str:
+    """The id of the repository folder ``root`` in a shared crawl, kept in
+    ``<root>/.tarantula/folder-id``: a random one, made by the first process to ask.
+
+    Two processes racing to make it end with the same id: each writes its own candidate to a file
+    of its own, and the first to link it under the shared name wins (a link, like an ``O_EXCL``
+    create, fails when the name exists, and what it names is complete); the others read it.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     first = folder_id_of(Path(root))
+    ...     first == folder_id_of(Path(root)), len(first)
+    (True, 16)
+    """
+    path = root / STATE_FOLDER / FOLDER_ID_NAME
+    if path.exists():
+        return _read_folder_id(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    candidate = secrets.token_hex(8)
+    temporary = path.with_name(f".{FOLDER_ID_NAME}.{os.getpid()}.{candidate}")
+    with open(temporary, "w", encoding="ascii") as out:
+        out.write(candidate + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        return _read_folder_id(path)
+    finally:
+        temporary.unlink()
+    return candidate
+
+
+def _read_folder_id(path: Path) -> str:
+    folder_id = path.read_text(encoding="ascii").strip()
+    if not folder_id:
+        raise ValueError(f"{path} is empty: remove it, and a new folder id is made")
+    return folder_id
+
+
+def _decode(raw: bytes | str) -> dict[str, Any]:
+    return cast("dict[str, Any]", json.loads(raw))
+
+
+# -- workers --------------------------------------------------------------------------------------
+
+# KEYS: workers. ARGV: worker, ttl. Returns the new deadline.
+_BEAT = (
+    _TIME
+    + r"""
+local deadline = fmt(now_time() + tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], ARGV[1], deadline)
+return deadline
+"""
+)
+
+# KEYS: workers. Returns the live workers.
+_LIVE = (
+    _TIME
+    + r"""
+local now = now_time()
+local all = redis.call('HGETALL', KEYS[1])
+local live = {}
+for i = 1, #all, 2 do
+  if tonumber(all[i + 1]) > now then live[#live + 1] = all[i] end
+end
+return live
+"""
+)
+
+
+class Workers:
+    """The registry of a shared crawl's live workers: ``worker`` stays live ``ttl`` seconds after
+    each :meth:`beat` (server time)."""
+
+    def __init__(self, client: Redis, prefix: str, worker: str, ttl: float = WORKER_TTL) -> None:
+        if ttl <= 0:
+            raise ValueError(f"a worker's ttl is positive, not {ttl}")
+        self.client = client
+        self.key = prefix + "workers"
+        self.worker = worker
+        self.ttl = ttl
+        self._beat = client.register_script(_BEAT)
+        self._live = client.register_script(_LIVE)
+
+    def beat(self) -> float:
+        """This worker is alive: it stays live ``ttl`` seconds from now. Returns that deadline."""
+        return float(self._beat(keys=[self.key], args=[self.worker, repr(float(self.ttl))]))
+
+    def live(self) -> list[str]:
+        """The workers whose deadline has not passed."""
+        return [name.decode() for name in self._live(keys=[self.key])]
+
+    def leave(self) -> None:
+        """This worker stops: it is no longer live (its claims stop counting)."""
+        self.client.hdel(self.key, self.worker)
+
+
+# -- runs -----------------------------------------------------------------------------------------
+
+_RUNS_LIBRARY = (
+    _TIME
+    + r"""
+local RUNS, WORKERS = KEYS[1], KEYS[2]
+local ME = ARGV[1]
+
+-- Whether a worker other than ME is live; with `reap`, dead workers leave the registry.
+local function others_live(now, reap)
+  local others = false
+  local all = redis.call('HGETALL', WORKERS)
+  for i = 1, #all, 2 do
+    if tonumber(all[i + 1]) <= now then
+      if reap then redis.call('HDEL', WORKERS, all[i]) end
+    elseif all[i] ~= ME then
+      others = true
+    end
+  end
+  return others
+end
+"""
+)
+
+# ARGV: worker, ttl, the complete reasons. Returns {run JSON, joined (0/1)}.
+_BEGIN = (
+    _RUNS_LIBRARY
+    + r"""
+local complete = {}
+for i = 3, #ARGV do complete[ARGV[i]] = true end
+local now = now_time()
+local others = others_live(now, true)
+redis.call('HSET', WORKERS, ME, fmt(now + tonumber(ARGV[2])))
+local kind, generation, crawl_started = 'crawl', 1, fmt(now)
+local raw = redis.call('LINDEX', RUNS, -1)
+if raw then
+  local last = cjson.decode(raw)
+  if last.ended == nil then
+    if others then return {raw, 1} end
+    -- Open, and nobody is at work in it: every worker was killed.
+    last.ended, last.reason = fmt(now), 'killed'
+    redis.call('LSET', RUNS, -1, cjson.encode(last))
+    kind, generation, crawl_started = 'resume', last.generation, last.crawl_started
+  elseif complete[last.reason] then
+    kind, generation = 'recrawl', last.generation + 1
+  else
+    kind, generation, crawl_started = 'resume', last.generation, last.crawl_started
+  end
+end
+local run = cjson.encode({id = redis.call('LLEN', RUNS) + 1, kind = kind, generation = generation,
+                          started = fmt(now), crawl_started = crawl_started})
+redis.call('RPUSH', RUNS, run)
+return {run, 0}
+"""
+)
+
+# ARGV: worker, run id, reason, complete (0/1). Returns the run as it stands.
+_END = (
+    _RUNS_LIBRARY
+    + r"""
+local now = now_time()
+local raw = redis.call('LINDEX', RUNS, tonumber(ARGV[2]) - 1)
+if raw then
+  local run = cjson.decode(raw)
+  if run.ended == nil and (ARGV[4] == '1' or not others_live(now, false)) then
+    run.ended, run.reason = fmt(now), ARGV[3]
+    raw = cjson.encode(run)
+    redis.call('LSET', RUNS, tonumber(ARGV[2]) - 1, raw)
+  end
+end
+redis.call('HDEL', WORKERS, ME)
+return raw
+"""
+)
+
+
+def run_of(raw: bytes | str, joined: bool = False) -> Run:
+    """A :class:`~tarantula.core.state.Run` from its JSON in the ``runs`` list.
+
+    >>> run_of('{"id":2,"kind":"resume","generation":1,"started":"7.5","crawl_started":"1.0"}')
+    Run(id=2, kind='resume', generation=1, started=7.5, ended=None, reason=None, crawl_started=1.0, joined=False)
+    """
+    data = _decode(raw)
+    ended = data.get("ended")
+    return Run(
+        int(data["id"]),
+        data["kind"],
+        int(data["generation"]),
+        float(data["started"]),
+        None if ended is None else float(ended),
+        data.get("reason"),
+        float(data["crawl_started"]),
+        joined,
+    )
+
+
+def last_run(client: Redis, prefix: str) -> Run | None:
+    """The latest run of the crawl under ``prefix``, read without registering a worker (for
+    deciding whether a recrawl is due)."""
+    raw = cast("bytes | None", client.lindex(prefix + "runs", -1))
+    return None if raw is None else run_of(raw)
+
+
+class RedisRunLog:
+    """The runs of a shared crawl (see the module's docstring): the interface of
+    :class:`~tarantula.core.state.RunLog`, for the worker of ``workers``."""
+
+    def __init__(self, client: Redis, prefix: str, workers: Workers) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.workers = workers
+        self.keys = [prefix + "runs", workers.key]
+        self.current: Run | None = None
+        self._begin = client.register_script(_BEGIN)
+        self._end = client.register_script(_END)
+
+    def last(self) -> Run | None:
+        return last_run(self.client, self.prefix)
+
+    def history(self) -> list[Run]:
+        """Every run, oldest first."""
+        return [run_of(raw) for raw in self.client.lrange(self.prefix + "runs", 0, -1)]
+
+    def begin(self, now: float | None = None) -> Run:
+        """Start a run or join the open one; the worker is live from then on. ``now`` is taken
+        for :class:`~tarantula.core.state.RunLog`'s interface only: the server's clock decides."""
+        args = [self.workers.worker, repr(float(self.workers.ttl)), *sorted(COMPLETE)]
+        raw, joined = self._begin(keys=self.keys, args=args)
+        self.current = run_of(raw, joined=bool(joined))
+        return self.current
+
+    def end(self, reason: str, now: float | None = None) -> None:
+        """This worker's run ends with ``reason`` (for everybody when it is complete, else when
+        no other worker is live), and the worker leaves the registry. :attr:`current` then shows
+        the run as it stands: ``ended`` is None while other workers go on with it."""
+        if self.current is None:
+            self.workers.leave()
+            return
+        args: list[str | int] = [
+            self.workers.worker,
+            self.current.id,
+            reason,
+            int(reason in COMPLETE),
+        ]
+        raw = self._end(keys=self.keys, args=args)
+        if raw is not None:
+            self.current = run_of(raw, joined=self.current.joined)
+
+
+# -- documents ------------------------------------------------------------------------------------
+
+#: The fixed keys of the document store, in the order the scripts receive them.
+DOCUMENT_KEYS = (
+    "docs", "doc-md5", "doc-path", "doc-seq", "claims", "claimers", "pages", "dups", "workers",
+)  # fmt: skip
+
+_DOCS_LIBRARY = (
+    _TIME
+    + r"""
+local P = ARGV[1]
+local K = {docs = KEYS[1], md5 = KEYS[2], path = KEYS[3], seq = KEYS[4], claims = KEYS[5],
+           claimers = KEYS[6], pages = KEYS[7], dups = KEYS[8], workers = KEYS[9]}
+
+local function alive(worker, now)
+  local deadline = redis.call('HGET', K.workers, worker)
+  return deadline and tonumber(deadline) > now
+end
+
+local function drop_if(key, field, value)
+  if redis.call('HGET', key, field) == value then redis.call('HDEL', key, field) end
+end
+
+local function idx(folder) return P .. 'idx:' .. folder end
+local function dupidx(folder) return P .. 'dupidx:' .. folder end
+"""
+)
+
+# ARGV: prefix, MD5, URL, claim (0/1), worker. Returns the URL of another document with this
+# content (claimed by a live worker, or stored), else nil (and claims it when asked).
+_CLAIM_CONTENT = (
+    _DOCS_LIBRARY
+    + r"""
+local md5, url, me = ARGV[2], ARGV[3], ARGV[5]
+local owner = redis.call('HGET', K.claims, md5)
+if owner and owner ~= url then
+  local worker = redis.call('HGET', K.claimers, md5)
+  if worker == me or (worker and alive(worker, now_time())) then return owner end
+  redis.call('HDEL', K.claims, md5)
+  redis.call('HDEL', K.claimers, md5)
+end
+local stored = redis.call('HGET', K.md5, md5)
+if stored and stored ~= url then return stored end
+if ARGV[4] == '1' then
+  redis.call('HSET', K.claims, md5, url)
+  redis.call('HSET', K.claimers, md5, me)
+end
+return false
+"""
+)
+
+# ARGV: prefix, MD5, URL.
+_RELEASE = (
+    _DOCS_LIBRARY
+    + r"""
+if redis.call('HGET', K.claims, ARGV[2]) == ARGV[3] then
+  redis.call('HDEL', K.claims, ARGV[2])
+  redis.call('HDEL', K.claimers, ARGV[2])
+end
+return 1
+"""
+)
+
+# ARGV: prefix, URL, limit, worker. Returns 1 when the URL may be stored (and is claimed), else 0.
+_CLAIM_PAGE = (
+    _DOCS_LIBRARY
+    + r"""
+local url, limit, me = ARGV[2], tonumber(ARGV[3]), ARGV[4]
+if limit <= 0 or redis.call('HEXISTS', K.docs, url) == 1 then return 1 end
+local now = now_time()
+local held = redis.call('HGETALL', K.pages)
+local live = {[me] = true}
+for i = 1, #held, 2 do
+  local worker = held[i + 1]
+  if live[worker] == nil then live[worker] = alive(worker, now) or false end
+  if not live[worker] then redis.call('HDEL', K.pages, held[i]) end
+end
+-- A URL claimed already (its lease expired and another worker fetched it) counts once.
+if redis.call('HEXISTS', K.pages, url) == 1
+    or redis.call('HLEN', K.docs) + redis.call('HLEN', K.pages) < limit then
+  redis.call('HSET', K.pages, url, me)
+  return 1
+end
+return 0
+"""
+)
+
+# ARGV: prefix, URL, document JSON, generation, folder. Returns {created in this generation (0/1),
+# the record's folder}.
+_STORE = (
+    _DOCS_LIBRARY
+    + r"""
+local url, generation, folder = ARGV[2], tonumber(ARGV[4]), ARGV[5]
+local doc = cjson.decode(ARGV[3])
+local raw = redis.call('HGET', K.docs, url)
+local created, seq = 1, nil
+if raw then
+  local old = cjson.decode(raw)
+  seq = old.seq
+  if tonumber(old.generation) == generation then created = 0 end
+  -- No file was written for the same content at the same path: the copy is where it was.
+  if old.md5 == doc.md5 and old.path == doc.path then folder = old.folder end
+  if old.md5 ~= doc.md5 then drop_if(K.md5, old.md5, url) end
+  if old.path ~= doc.path then drop_if(K.path, old.path, url) end
+  if old.folder ~= folder then redis.call('ZREM', idx(old.folder), url) end
+else
+  seq = redis.call('INCR', K.seq)
+end
+doc.generation, doc.folder, doc.seq = generation, folder, seq
+redis.call('HSET', K.docs, url, cjson.encode(doc))
+redis.call('HSET', K.md5, doc.md5, url)
+redis.call('HSET', K.path, doc.path, url)
+redis.call('ZADD', idx(folder), seq, url)
+redis.call('HDEL', K.claims, doc.md5)
+redis.call('HDEL', K.claimers, doc.md5)
+redis.call('HDEL', K.pages, url)
+return {created, folder}
+"""
+)
+
+# ARGV: prefix, URL, generation. Returns 1 when the URL is a stored document.
+_KEEP = (
+    _DOCS_LIBRARY
+    + r"""
+local raw = redis.call('HGET', K.docs, ARGV[2])
+if not raw then return 0 end
+local doc = cjson.decode(raw)
+doc.generation = tonumber(ARGV[3])
+redis.call('HSET', K.docs, ARGV[2], cjson.encode(doc))
+return 1
+"""
+)
+
+# ARGV: prefix, URL. Returns the removed document's JSON, nil when there was none.
+_REMOVE = (
+    _DOCS_LIBRARY
+    + r"""
+local url = ARGV[2]
+local raw = redis.call('HGET', K.docs, url)
+if not raw then return false end
+local doc = cjson.decode(raw)
+drop_if(K.md5, doc.md5, url)
+drop_if(K.path, doc.path, url)
+redis.call('ZREM', idx(doc.folder), url)
+redis.call('HDEL', K.docs, url)
+return raw
+"""
+)
+
+# ARGV: prefix, URL, original, generation, folder. Returns 1 when the duplicate is new in this
+# generation.
+_ADD_DUPLICATE = (
+    _DOCS_LIBRARY
+    + r"""
+local url, generation, folder = ARGV[2], tonumber(ARGV[4]), ARGV[5]
+local raw = redis.call('HGET', K.dups, url)
+local created, seq = 1, nil
+if raw then
+  local old = cjson.decode(raw)
+  seq = old.seq
+  if tonumber(old.generation) == generation then created = 0 end
+  if old.folder ~= folder then redis.call('ZREM', dupidx(old.folder), url) end
+else
+  seq = redis.call('INCR', K.seq)
+end
+redis.call('HSET', K.dups, url, cjson.encode({original = ARGV[3], generation = generation,
+                                              folder = folder, seq = seq}))
+redis.call('ZADD', dupidx(folder), seq, url)
+return created
+"""
+)
+
+_DOCUMENT_SCRIPTS = {
+    "claim_content": _CLAIM_CONTENT,
+    "release": _RELEASE,
+    "claim_page": _CLAIM_PAGE,
+    "store": _STORE,
+    "keep": _KEEP,
+    "remove": _REMOVE,
+    "add_duplicate": _ADD_DUPLICATE,
+}
+
+
+def _stored(url: str, data: dict[str, Any]) -> StoredDocument:
+    return StoredDocument(
+        url, data["path"], data["md5"], data.get("last_modified"), data.get("etag"), data["record"]
+    )
+
+
+class RedisDocumentStore(OutputFiles):
+    """The :class:`~tarantula.core.documents.DocumentStore` of a shared crawl (see the module's
+    docstring), for a worker of repository folder ``folder_id``.
+
+    ``db`` hosts the commit hooks (mirror files synced before a commit, index and duplicate lines
+    appended after it); Redis itself is written at once. ``worker`` names the claims this worker
+    makes (default: none, which a live-worker check never finds).
+    """
+
+    def __init__(self, client: Redis, prefix: str, folder_id: str, db: StateDB | None = None,
+                 *, worker: str = "") -> None:  # fmt: skip
+        super().__init__(StateDB(None) if db is None else db)
+        self.client = client
+        self.prefix = prefix
+        self.folder_id = folder_id
+        self.worker = worker
+        self.keys = [prefix + name for name in DOCUMENT_KEYS]
+        self._scripts = {
+            name: client.register_script(body) for name, body in _DOCUMENT_SCRIPTS.items()
+        }
+
+    def _run(self, name: str, *args: Any) -> Any:
+        return self._scripts[name](keys=self.keys, args=[self.prefix, *args])
+
+    def document(self, url: str) -> StoredDocument | None:
+        raw = cast("bytes | None", self.client.hget(self.prefix + "docs", url))
+        return None if raw is None else _stored(url, _decode(raw))
+
+    def path_owner(self, path: str) -> str | None:
+        """The URL of the stored document whose copy is at mirror ``path``, if any (in any
+        folder: paths are the crawl's, so that folders merge without clashes)."""
+        owner = cast("bytes | None", self.client.hget(self.prefix + "doc-path", path))
+        return None if owner is None else owner.decode()
+
+    def claim_content(self, md5: str, url: str, claim: bool = True) -> str | None:
+        """The URL of another document with this content, stored or claimed by a live worker;
+        else None, and ``url`` claims the content for this worker until it is stored or released
+        (:meth:`release`). A document that will not be stored asks with ``claim`` false."""
+        owner = self._run("claim_content", md5, url, int(claim), self.worker)
+        return None if owner is None else cast("bytes", owner).decode()
+
+    def release(self, md5: str | None, url: str) -> None:
+        """``url`` will not be stored after all: its claim on the content ends."""
+        if md5 is not None:
+            self._run("release", md5, url)
+
+    def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
+        """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit), for
+        ``worker`` (default: this store's): it is a stored document already, or stored documents
+        and the pages claimed by live workers stay under ``limit``, and the claim is then
+        recorded until :meth:`store` or :meth:`release_page`."""
+        return bool(self._run("claim_page", url, int(limit), worker or self.worker))
+
+    def release_page(self, url: str) -> None:
+        """``url`` will not be stored after all: its page claim ends."""
+        self.client.hdel(self.prefix + "pages", url)
+
+    def add_duplicate(self, url: str, original: str) -> None:
+        """Record ``url`` as a duplicate of the stored ``original`` (listed in this folder's
+        duplicates.tsv)."""
+        created = self._run("add_duplicate", url, original, self.generation, self.folder_id)
+        if self.append and created:
+            self._duplicates.append(f"{url}\t{original}\n")
+        self.db.changed()
+
+    def count(self) -> int:
+        """How many documents are stored, by every worker."""
+        return int(self.client.hlen(self.prefix + "docs"))
+
+    def store(self, doc: StoredDocument) -> None:
+        """Record a stored document, new or replaced; its page and content claims end. Its index
+        line follows the next commit, if this store created the record in this generation."""
+        fields = dataclasses.asdict(doc)
+        del fields["url"]  # the hash's field
+        data = json.dumps(fields, ensure_ascii=False)
+        created, folder = self._run("store", doc.url, data, self.generation, self.folder_id)
+        if self.append and created and folder.decode() == self.folder_id:
+            self._records.append(doc.record)
+        self.db.changed()
+
+    def keep(self, url: str) -> None:
+        """A stored document is unchanged (recrawl, 304): it stays, and belongs to this generation."""
+        self._run("keep", url, self.generation)
+
+    def remove(self, url: str) -> StoredDocument | None:
+        """Forget a stored document (gone from the web); returns what it was."""
+        raw = self._run("remove", url)
+        return None if raw is None else _stored(url, _decode(raw))
+
+    def _ordered(
+        self, index: str, records: str, chunk: int
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The entries of ``records`` listed in the zset ``index`` for this folder, in store order,
+        ``chunk`` at a time (no command reads a whole big store)."""
+        low: str | float = "-inf"
+        while True:
+            page = cast(
+                "list[tuple[bytes, float]]",
+                self.client.zrangebyscore(
+                    self.prefix + index, low, "+inf", start=0, num=chunk, withscores=True
+                ),
+            )
+            if not page:
+                return
+            urls = [url for url, _ in page]
+            for url, raw in zip(urls, self.client.hmget(self.prefix + records, urls), strict=True):
+                if raw is not None:
+                    data = _decode(raw)
+                    # A record that moved to another folder since the page was read stays out.
+                    if data["folder"] == self.folder_id:
+                        yield url.decode(), data
+            low = f"({int(page[-1][1])}"
+
+    def records(self, chunk: int = 1000) -> Iterator[str]:
+        """The index records of this folder's documents, in the order they were first stored."""
+        for _, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
+            yield data["record"]
+
+    def duplicates(self, chunk: int = 1000) -> Iterator[tuple[str, str]]:
+        """This folder's duplicates of this generation (URL, original), in the order found."""
+        for url, data in self._ordered(f"dupidx:{self.folder_id}", "dups", chunk):
+            if data["generation"] == self.generation:
+                yield url, data["original"]
+
+    def rewrite_outputs(self) -> int:
+        """Write this folder's index.txt and duplicates.tsv from Redis, atomically; returns the
+        record count. Only safe while no other worker appends to the same files."""
+        count = 0
+        if self.index_path is not None:
+            count = write_lines(self.index_path, self.records())
+        if self.duplicates_path is not None:
+            lines = (f"{url}\t{original}\n" for url, original in self.duplicates())
+            write_lines(self.duplicates_path, lines)
+        return count
+
+
+# -- the state ------------------------------------------------------------------------------------
+
+
+class RedisState:
+    """The :class:`~tarantula.core.state.CrawlState` of one worker of crawl ``crawl_id`` shared
+    through Redis, its mirror in ``folder`` (None: a folder of its own, with no files).
+
+    ``db`` is an in-memory :class:`~tarantula.core.database.StateDB` that only hosts the commit
+    hooks: Redis writes are immediate, and :meth:`commit` syncs the mirror files and appends the
+    index lines. ``worker_ttl`` is how long the worker stays live after a heartbeat: :meth:`begin`
+    makes the first, :meth:`tick` (the crawl's periodic call) the next ones. ``frontier_options``
+    go to :class:`~tarantula.frontiers.redis.RedisFrontier`.
+    """
+
+    def __init__(self, client: Redis, crawl_id: str, folder: Path | None, traversal: str = "bfs",
+                 *, worker: str | None = None, lease_timeout: float = 60.0, delay: float = 1.0,
+                 concurrency: int = 1, worker_ttl: float = WORKER_TTL,
+                 **frontier_options: Any) -> None:  # fmt: skip
+        self.db = StateDB(None)
+        self.frontier = RedisFrontier(
+            client, crawl_id, traversal, lease_timeout, delay=delay, concurrency=concurrency,
+            worker=worker, **frontier_options,
+        )  # fmt: skip
+        prefix = self.frontier.prefix
+        self.workers = Workers(client, prefix, self.frontier.worker, worker_ttl)
+        self.runs = RedisRunLog(client, prefix, self.workers)
+        # A worker without a folder keeps its records apart from every folder's.
+        folder_id = secrets.token_hex(8) if folder is None else folder_id_of(folder)
+        self.documents = RedisDocumentStore(
+            client, prefix, folder_id, self.db, worker=self.frontier.worker
+        )
+        self._closed = False
+        self._next_beat = 0.0  # on time.monotonic(): when tick beats next
+
+    @property
+    def generation(self) -> int:
+        return self.frontier.generation
+
+    @property
+    def in_memory(self) -> bool:
+        return False
+
+    def begin(self, now: float | None = None) -> Run:
+        """Start a run, or join the open one (see :class:`RedisRunLog`), and ready the frontier:
+        a joined run's frontier is the other workers' at work, so its leases stay out. A recrawl
+        raises :class:`NotImplementedError` (the frontier's) before anything is recorded."""
+        last = self.runs.last()
+        if last is not None and last.complete:
+            # Asked first so that no run is recorded for a recrawl the frontier cannot start: a
+            # run recorded and never started would be resumed later as if it had been crawled.
+            self.frontier.begin("recrawl", last.generation + 1)
+        run = self.runs.begin(now)
+        self._next_beat = time.monotonic() + self.workers.ttl / 6  # begin counts as a beat
+        if run.joined:
+            self.frontier.generation = run.generation
+        else:
+            self.frontier.begin(run.kind, run.generation)
+        self.documents.generation = run.generation
+        self.db.commit()
+        return run
+
+    def end(self, reason: str, now: float | None = None) -> None:
+        """End this worker's part of the run (:meth:`RedisRunLog.end`), its files committed first."""
+        self.db.commit()
+        self.runs.end(reason, now)
+
+    def commit(self) -> None:
+        self.db.commit()
+
+    def tick(self) -> None:
+        """The crawl's periodic call (every second or so): commit what changed, and beat the
+        worker's heartbeat when a sixth of its ttl has passed since the last one."""
+        self.db.commit_if_changed()
+        if time.monotonic() >= self._next_beat:
+            self.workers.beat()
+            self._next_beat = time.monotonic() + self.workers.ttl / 6
+
+    def close(self) -> None:
+        """Commit, give this worker's leases back and leave the registry."""
+        if self._closed:
+            return
+        self._closed = True
+        self.db.commit()
+        self.frontier.return_leases()
+        self.workers.leave()
+        self.db.close()
+
+    def __enter__(self) -> RedisState:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

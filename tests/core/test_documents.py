@@ -1,0 +1,44 @@
+"""The single-process document store's page claims (max-page-number), and what the crawl state
+tells its components (SPEC 8)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tarantula.core.documents import StoredDocument
+from tarantula.core.state import LAST_RUN, CrawlState, Run
+
+
+def doc(url: str) -> StoredDocument:
+    return StoredDocument(url, f"{url[7:]}.html", f"md5 of {url}", None, None, f"{url}\n")
+
+
+def test_page_claims_count_with_stored_documents_up_to_the_limit():
+    with CrawlState(None) as state:
+        documents = state.documents
+        documents.store(doc("http://h/stored"))
+        assert documents.claim_page("http://h/1", 3)
+        assert documents.claim_page("http://h/1", 3)  # its own claim: not counted twice
+        assert documents.claim_page("http://h/2", 3)
+        assert not documents.claim_page("http://h/3", 3)
+        assert documents.claim_page("http://h/stored", 3)  # stored already: no new page
+        documents.release_page("http://h/2")
+        assert documents.claim_page("http://h/3", 3)
+        documents.store(doc("http://h/1"))  # the claim becomes the document
+        documents.store(doc("http://h/3"))
+        assert documents.count() == 3
+        assert not documents.claim_page("http://h/4", 3)
+        assert documents.claim_page("http://h/4", 0)  # 0: no limit
+
+
+def test_a_run_read_from_the_database_has_not_joined_anything(tmp_path):
+    with CrawlState(tmp_path / "state.db") as state:
+        run = state.begin(now=10.0)
+        state.end("finished", now=20.0)
+    row = sqlite3.connect(tmp_path / "state.db").execute(LAST_RUN).fetchone()
+    assert Run(*row) == Run(run.id, "crawl", 1, 10.0, 20.0, "finished", 10.0, joined=False)
+
+
+def test_the_state_says_whether_it_is_in_memory(tmp_path):
+    with CrawlState(None) as memory, CrawlState(tmp_path / "state.db") as disk:
+        assert (memory.in_memory, disk.in_memory) == (True, False)

@@ -1,0 +1,390 @@
+"""The shared state beside the frontier on Redis (SPEC 9), against a real ``redis-server``: live
+workers, the run log (crawl, join, resume, recrawl), and the document store (content and page
+claims across workers, one index line a document, outputs per repository folder).
+
+Two objects on one prefix stand for two workers. A worker dies by missing its heartbeat: it is
+given a short ttl and the test polls, with a deadline, until the server's clock has passed it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tarantula.core.documents import StoredDocument
+from tarantula.frontiers.redis_state import (
+    RedisDocumentStore,
+    RedisRunLog,
+    RedisState,
+    Workers,
+    folder_id_of,
+    last_run,
+)
+
+PREFIX = "tarantula:{t}:"
+SHORT_TTL = 0.3  # seconds: a worker that stops beating is dead this soon
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not so after {timeout} s"
+        time.sleep(0.01)
+
+
+def wait_dead(workers: Workers, name: str) -> None:
+    """Wait until ``name``'s heartbeat has run out on the server's clock."""
+    wait_for(lambda: name not in workers.live(), f"{name} dead")
+
+
+def run_log(client: Any, worker: str, ttl: float = 30.0) -> RedisRunLog:
+    return RedisRunLog(client, PREFIX, Workers(client, PREFIX, worker, ttl))
+
+
+def store(client: Any, worker: str, folder: str = "f", ttl: float = 30.0) -> RedisDocumentStore:
+    """A live worker's document store, in generation 1."""
+    Workers(client, PREFIX, worker, ttl).beat()
+    documents = RedisDocumentStore(client, PREFIX, folder, worker=worker)
+    documents.generation = 1
+    return documents
+
+
+def doc(url: str, md5: str = "", path: str = "") -> StoredDocument:
+    name = url.rsplit("/", 1)[-1]
+    return StoredDocument(
+        url, path or f"h.test/{name}.html", md5 or f"md5-{name}", None, None, f"{url} record\n"
+    )
+
+
+def in_threads(*work: Callable[[], Any]) -> list[Any]:
+    """Run each callable in a thread of its own, all released at once; their results."""
+    barrier = threading.Barrier(len(work))
+    results: list[Any] = [None] * len(work)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        results[i] = work[i]()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(work))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+# -- workers --------------------------------------------------------------------------------------
+
+
+def test_a_worker_is_live_from_its_beat_until_its_deadline_or_its_leave(redis_client):
+    a = Workers(redis_client, PREFIX, "a", ttl=SHORT_TTL)
+    b = Workers(redis_client, PREFIX, "b")
+    assert a.live() == []
+    deadline = a.beat()
+    b.beat()
+    seconds, micros = redis_client.time()
+    assert 0 < deadline - (seconds + micros / 1e6) <= SHORT_TTL
+    assert sorted(b.live()) == ["a", "b"]
+    wait_dead(b, "a")
+    assert b.live() == ["b"]
+    b.leave()
+    assert a.live() == []
+
+
+# -- runs -----------------------------------------------------------------------------------------
+
+
+def test_the_first_run_is_a_crawl_and_a_second_worker_joins_it(redis_client):
+    a, b = run_log(redis_client, "a"), run_log(redis_client, "b")
+    assert last_run(redis_client, PREFIX) is None
+    run = a.begin()
+    assert (run.id, run.kind, run.generation, run.joined) == (1, "crawl", 1, False)
+    assert run.ended is None and run.crawl_started == run.started
+    joined = b.begin()
+    assert joined == dataclasses.replace(run, joined=True)
+    assert b.current == joined
+    assert sorted(a.workers.live()) == ["a", "b"]
+    assert last_run(redis_client, PREFIX) == run == a.last()
+
+
+def test_a_run_stays_open_until_the_last_worker_stops(redis_client):
+    a, b = run_log(redis_client, "a"), run_log(redis_client, "b")
+    run = a.begin()
+    b.begin()
+    a.end("shutdown")  # Ctrl-C on one worker: the other goes on
+    assert a.current is not None and a.current.ended is None
+    assert last_run(redis_client, PREFIX) == run
+    assert a.workers.live() == ["b"]
+    b.end("closespider_timeout")
+    last = last_run(redis_client, PREFIX)
+    assert last is not None and last.ended is not None
+    assert (last.reason, b.current) == (
+        "closespider_timeout",
+        dataclasses.replace(last, joined=True),
+    )
+    resumed = a.begin()
+    assert (resumed.id, resumed.kind, resumed.generation, resumed.joined) == (2, "resume", 1, False)
+    assert resumed.crawl_started == run.started < resumed.started
+
+
+@pytest.mark.parametrize("reason", ["finished", "max-page-number"])
+def test_a_complete_end_ends_the_run_for_everybody_and_a_recrawl_follows(redis_client, reason):
+    a, b = run_log(redis_client, "a"), run_log(redis_client, "b")
+    a.begin()
+    b.begin()
+    a.end(reason)
+    ended = last_run(redis_client, PREFIX)
+    assert ended is not None and ended.reason == reason and ended.complete
+    b.end("shutdown")  # the run is over already: nothing changes
+    assert last_run(redis_client, PREFIX) == ended
+    recrawl = b.begin()
+    assert (recrawl.id, recrawl.kind, recrawl.generation) == (2, "recrawl", 2)
+    assert recrawl.crawl_started == recrawl.started
+
+
+def test_a_run_whose_workers_were_all_killed_is_resumed(redis_client):
+    a, b = run_log(redis_client, "a", ttl=SHORT_TTL), run_log(redis_client, "b")
+    run = a.begin()  # and a is killed: it never beats again, never ends
+    wait_dead(b.workers, "a")
+    resumed = b.begin()
+    killed, current = b.history()
+    assert (killed.id, killed.reason) == (1, "killed") and killed.ended is not None
+    assert current == resumed
+    assert (resumed.kind, resumed.generation, resumed.joined) == ("resume", 1, False)
+    assert resumed.crawl_started == run.started
+
+
+def test_the_last_live_worker_ends_a_run_whose_other_workers_were_killed(redis_client):
+    a, b = run_log(redis_client, "a", ttl=SHORT_TTL), run_log(redis_client, "b")
+    a.begin()
+    assert b.begin().joined
+    wait_dead(b.workers, "a")
+    b.end("shutdown")
+    last = last_run(redis_client, PREFIX)
+    assert last is not None and (last.reason, last.kind) == ("shutdown", "crawl")
+    assert b.workers.live() == []
+
+
+def test_workers_beginning_together_start_one_run(redis_client):
+    for round_ in range(20):
+        prefix = f"tarantula:{{race{round_}}}:"
+        logs = [RedisRunLog(redis_client, prefix, Workers(redis_client, prefix, w)) for w in "ab"]
+        runs = in_threads(*(log.begin for log in logs))
+        assert sorted(run.joined for run in runs) == [False, True]
+        assert {run.id for run in runs} == {1}
+        assert len(logs[0].history()) == 1
+
+
+# -- documents ------------------------------------------------------------------------------------
+
+
+def test_a_stored_document_its_path_and_its_generation(redis_client):
+    a, b = store(redis_client, "a"), store(redis_client, "b")
+    first = doc("http://h.test/é", md5="m1")
+    a.store(first)
+    assert b.document(first.url) == first and b.count() == 1
+    assert b.path_owner(first.path) == first.url and b.path_owner("h.test/x.html") is None
+    b.generation = 2
+    b.keep(first.url)
+    moved = dataclasses.replace(first, path="h.test/moved.html", md5="m2")
+    b.store(moved)
+    assert a.document(first.url) == moved and a.count() == 1
+    assert a.path_owner(first.path) is None and a.path_owner(moved.path) == first.url
+    assert a.claim_content("m1", "http://h.test/other") is None  # m1 is no one's now
+    assert a.remove(first.url) == moved
+    assert (a.remove(first.url), a.document(first.url), a.count()) == (None, None, 0)
+    assert a.path_owner(moved.path) is None
+
+
+def test_content_claims_are_global_and_atomic(redis_client):
+    a, b = store(redis_client, "a"), store(redis_client, "b")
+    md5s = [f"md5-{i}" for i in range(300)]
+
+    def claims(documents: RedisDocumentStore) -> list[str | None]:
+        return [documents.claim_content(m, f"http://{documents.worker}.test/{m}") for m in md5s]
+
+    got_a, got_b = in_threads(lambda: claims(a), lambda: claims(b))
+    for md5, owner_a, owner_b in zip(md5s, got_a, got_b, strict=True):
+        # Exactly one worker wins each content; the other is told the winner's URL.
+        assert [owner_a, owner_b].count(None) == 1
+        assert (owner_a or owner_b) == f"http://{'b' if owner_a else 'a'}.test/{md5}"
+
+
+def test_a_content_claim_ends_when_stored_released_or_its_worker_dies(redis_client):
+    a, b = store(redis_client, "a", ttl=SHORT_TTL), store(redis_client, "b")
+    assert a.claim_content("m", "http://h.test/a") is None
+    assert a.claim_content("m", "http://h.test/a") is None  # its own claim
+    assert b.claim_content("m", "http://h.test/b") == "http://h.test/a"
+    a.release("m", "http://h.test/other")  # not the claim's URL: nothing happens
+    assert b.claim_content("m", "http://h.test/b", claim=False) == "http://h.test/a"
+    a.release("m", "http://h.test/a")
+    assert b.claim_content("m", "http://h.test/b", claim=False) is None
+    assert a.claim_content("m", "http://h.test/a") is None
+    wait_dead(Workers(redis_client, PREFIX, "b"), "a")
+    assert b.claim_content("m", "http://h.test/b") is None  # a died before storing it
+    b.store(doc("http://h.test/b", md5="m"))
+    assert a.claim_content("m", "http://h.test/c") == "http://h.test/b"  # stored: for good
+
+
+def test_page_claims_hold_max_page_number_exactly_across_workers(redis_client):
+    limit = 25
+    a, b = store(redis_client, "a"), store(redis_client, "b")
+    already = doc("http://h.test/stored")
+    a.store(already)
+
+    def claims(documents: RedisDocumentStore) -> list[str]:
+        urls = [f"http://{documents.worker}.test/{i}" for i in range(40)]
+        return [url for url in urls if documents.claim_page(url, limit, documents.worker)]
+
+    won_a, won_b = in_threads(lambda: claims(a), lambda: claims(b))
+    assert len(won_a) + len(won_b) == limit - 1
+    assert not a.claim_page("http://h.test/late", limit, "a")
+    assert a.claim_page(already.url, limit, "a")  # stored already: no new page
+    a.release_page(won_a[0])
+    assert b.claim_page("http://h.test/late", limit, "b")
+    for documents, won in ((a, won_a[1:]), (b, [*won_b, "http://h.test/late"])):
+        for url in won:
+            documents.store(doc(url))
+    assert a.count() == limit
+    assert not b.claim_page("http://h.test/later", limit, "b")
+    assert b.claim_page("http://h.test/later", 0, "b")  # 0: no limit
+
+
+def test_page_claims_of_a_dead_worker_are_freed(redis_client):
+    a, b = store(redis_client, "a", ttl=SHORT_TTL), store(redis_client, "b")
+    assert all(a.claim_page(f"http://a.test/{i}", 5, "a") for i in range(3))
+    assert [b.claim_page(f"http://b.test/{i}", 5, "b") for i in range(3)] == [True, True, False]
+    assert b.claim_page("http://a.test/0", 5, "b")  # claimed already: taken over, counted once
+    wait_dead(Workers(redis_client, PREFIX, "b"), "a")
+    assert [b.claim_page(f"http://b.test/{i}", 5, "b") for i in range(2, 5)] == [True, True, False]
+
+
+def test_a_document_stored_again_gets_one_index_line(redis_client, tmp_path):
+    folder = folder_id_of(tmp_path)
+    a, b = store(redis_client, "a", folder), store(redis_client, "b", folder)
+    for documents in (a, b):
+        documents.index_path = tmp_path / "index.txt"
+        documents.duplicates_path = tmp_path / "duplicates.tsv"
+        documents.append = True
+    first, second = doc("http://h.test/1"), doc("http://h.test/2")
+    a.store(first)
+    assert not a.index_path.exists()  # not before the commit
+    a.db.commit()
+    # a was killed before its lease was acknowledged; b fetched the page again.
+    b.store(first)
+    b.store(second)
+    b.add_duplicate("http://h.test/copy", second.url)
+    b.add_duplicate("http://h.test/copy", second.url)
+    b.db.commit()
+    index = (tmp_path / "index.txt").read_text()
+    assert index == first.record + second.record
+    assert (tmp_path / "duplicates.tsv").read_text() == f"http://h.test/copy\t{second.url}\n"
+    assert a.rewrite_outputs() == 2
+    assert (tmp_path / "index.txt").read_text() == index
+
+
+def test_each_folder_rewrites_its_own_outputs_in_store_order(redis_client, tmp_path):
+    roots = tmp_path / "a", tmp_path / "b"
+    a, b = (store(redis_client, w, folder_id_of(root)) for w, root in zip("ab", roots, strict=True))
+    for documents, root in ((a, roots[0]), (b, roots[1])):
+        documents.index_path = root / "index.txt"
+        documents.duplicates_path = root / "duplicates.tsv"
+    docs = [doc(f"http://h.test/{i}") for i in range(6)]
+    for i, document in enumerate(docs):
+        (a if i % 2 == 0 else b).store(document)
+    a.add_duplicate("http://h.test/copy-a", docs[0].url)
+    b.add_duplicate("http://h.test/copy-b", docs[1].url)
+    assert a.rewrite_outputs() == 3 and b.rewrite_outputs() == 3
+    assert (roots[0] / "index.txt").read_text() == "".join(d.record for d in docs[0::2])
+    assert (roots[1] / "index.txt").read_text() == "".join(d.record for d in docs[1::2])
+    assert (roots[0] / "duplicates.tsv").read_text() == f"http://h.test/copy-a\t{docs[0].url}\n"
+    assert list(a.records(chunk=1)) == [d.record for d in docs[0::2]]  # a page at a time
+    # Stored again by b: with the same content and path no file was written, and the copy stays
+    # in a's folder; with new content the copy (and the record) is b's, in its first place.
+    b.store(docs[0])
+    assert list(a.records()) == [d.record for d in docs[0::2]]
+    b.store(dataclasses.replace(docs[2], md5="new"))
+    assert list(a.records()) == [docs[0].record, docs[4].record]
+    assert list(b.records()) == [d.record for d in (docs[1], docs[2], docs[3], docs[5])]
+    a.generation = 2  # duplicates.tsv lists this generation's
+    a.rewrite_outputs()
+    assert (roots[0] / "duplicates.tsv").read_text() == ""
+
+
+def test_racing_processes_agree_on_a_folder_id(tmp_path):
+    for round_ in range(10):
+        root = tmp_path / str(round_)
+        ids = in_threads(*[lambda root=root: folder_id_of(root)] * 8)
+        assert len(set(ids)) == 1
+        assert (root / ".tarantula" / "folder-id").read_text() == f"{ids[0]}\n"
+        assert [p.name for p in (root / ".tarantula").iterdir()] == ["folder-id"]
+
+
+# -- the state ------------------------------------------------------------------------------------
+
+
+def state(client: Any, worker: str, folder: Path | None, **options: Any) -> RedisState:
+    return RedisState(client, "crawl", folder, worker=worker, delay=0.0, **options)
+
+
+def test_a_joining_worker_leaves_the_leases_of_the_others_out(redis_client, tmp_path):
+    a = state(redis_client, "a", tmp_path)
+    run = a.begin()
+    assert (run.kind, a.generation, a.in_memory) == ("crawl", 1, False)
+    a.frontier.push("http://h.test/1", "http://h.test/1", 0)
+    a.frontier.push("http://h2.test/", "http://h2.test/", 0)  # a free host
+    assert a.frontier.lease() is not None
+    b = state(redis_client, "b", tmp_path)
+    joined = b.begin()
+    assert joined.joined and joined.id == run.id
+    assert (b.generation, b.documents.generation, b.frontier.in_flight()) == (1, 1, 1)
+    assert b.frontier.lease() is not None
+    b.close()  # b's lease goes back, a's stays out
+    assert (a.frontier.in_flight(), a.frontier.pending()) == (1, 1)
+    assert a.documents.folder_id == b.documents.folder_id
+    a.end("shutdown")
+    a.close()
+    last = last_run(redis_client, a.frontier.prefix)
+    assert last is not None and last.reason == "shutdown"
+
+
+def test_a_resume_after_every_worker_was_killed_puts_their_leases_back(redis_client):
+    a = state(redis_client, "a", None, worker_ttl=SHORT_TTL)
+    a.begin()
+    a.frontier.push("http://h.test/1", "http://h.test/1", 0)
+    assert a.frontier.lease() is not None  # and a is killed
+    b = state(redis_client, "b", None)
+    wait_dead(b.workers, "a")
+    resumed = b.begin()
+    assert (resumed.kind, resumed.joined) == ("resume", False)
+    assert (b.frontier.in_flight(), b.frontier.pending()) == (0, 1)
+    b.close()
+
+
+def test_a_recrawl_is_refused_before_anything_is_recorded(redis_client):
+    a = state(redis_client, "a", None)
+    a.begin()
+    a.end("finished")
+    a.close()
+    b = state(redis_client, "b", None)
+    with pytest.raises(NotImplementedError):
+        b.begin()
+    assert len(b.runs.history()) == 1 and b.workers.live() == []
+
+
+def test_tick_keeps_a_worker_live(redis_client):
+    a = state(redis_client, "a", None, worker_ttl=SHORT_TTL)
+    other = Workers(redis_client, a.frontier.prefix, "other")
+    a.begin()
+    until = time.monotonic() + 3 * SHORT_TTL
+    while time.monotonic() < until:
+        a.tick()
+        assert other.live() == ["a"]
+        time.sleep(0.01)
+    wait_dead(other, "a")  # no more ticks
