@@ -99,13 +99,14 @@ def load_crawl_config(conf: str | Path | None) -> CrawlConfig:
     return load_config(conf)
 
 
-def build_context(crawler: Crawler, config: CrawlConfig) -> CrawlContext:
+def build_context(crawler: Crawler, config: CrawlConfig, worker: str | None = None) -> CrawlContext:
     """Configure ``crawler`` for ``config`` and attach the crawl's context to it. The state is
-    kept in memory under ``scrapy check`` or with ``TARANTULA_STATE_IN_MEMORY``."""
+    kept in memory under ``scrapy check`` or with ``TARANTULA_STATE_IN_MEMORY``; ``worker`` names
+    this process in a crawl shared through Redis."""
     configure(crawler.settings, config)
     in_memory = crawler.settings.getbool("TARANTULA_STATE_IN_MEMORY") or bool(
         os.environ.get("SCRAPY_CHECK")
     )
-    context = CrawlContext.build(config, in_memory=in_memory)
+    context = CrawlContext.build(config, in_memory=in_memory, worker=worker)
     attach(crawler, context)
     return context

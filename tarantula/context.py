@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from tarantula.core.documents import DocumentStore, StoredDocument
     from tarantula.core.frontier import SqliteFrontier
     from tarantula.core.state import CrawlState
+    from tarantula.frontiers.redis import RedisFrontier
+    from tarantula.frontiers.redis_state import RedisDocumentStore, RedisState
 
 
 @dataclass(eq=False)
@@ -37,34 +39,45 @@ class CrawlContext:
     config: CrawlConfig
     rules: UrlRules
     repository: Repository
-    state: CrawlState
+    state: CrawlState | RedisState
     politeness: Politeness
+    worker: str = ""  # this process's name in a crawl shared through Redis
 
     @classmethod
-    def build(cls, config: CrawlConfig, *, in_memory: bool = False) -> CrawlContext:
+    def build(
+        cls, config: CrawlConfig, *, in_memory: bool = False, worker: str | None = None
+    ) -> CrawlContext:
         """The context of a crawl of ``config``; ``in_memory`` keeps a state that no file holds
-        (``scrapy check``)."""
+        (``scrapy check``). With ``<distributed-options> redis`` the state and the politeness are
+        shared through Redis (:mod:`tarantula.frontiers.shared`), this process being ``worker``."""
         repository = Repository(config.repository)
-        return cls(
-            config=config,
-            rules=UrlRules(config),
-            repository=repository,
-            state=repository.open_state(config.traversal_algorithm, in_memory=in_memory),
-            politeness=Politeness(
+        state: CrawlState | RedisState
+        politeness: Politeness
+        if config.redis and not in_memory:
+            from tarantula.frontiers.shared import open_shared
+
+            state, politeness = open_shared(config, repository.root, worker)
+            worker = state.frontier.worker
+        else:
+            state = repository.open_state(config.traversal_algorithm, in_memory=in_memory)
+            politeness = Politeness(
                 config.delay,
                 config.delay_factor,
                 config.host_concurrency,
                 config.host_failures,
                 config.max_retry_after,
-            ),
-        )
+            )
+        return cls(
+            config=config, rules=UrlRules(config), repository=repository, state=state,
+            politeness=politeness, worker=worker or "",
+        )  # fmt: skip
 
     @property
-    def frontier(self) -> SqliteFrontier:
+    def frontier(self) -> SqliteFrontier | RedisFrontier:
         return self.state.frontier
 
     @property
-    def documents(self) -> DocumentStore:
+    def documents(self) -> DocumentStore | RedisDocumentStore:
         return self.state.documents
 
     def remove_document(self, url: str, why: str) -> StoredDocument | None:

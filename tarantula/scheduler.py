@@ -80,7 +80,7 @@ class FrontierScheduler(BaseScheduler):
         self.spider = spider
         run = self.context.repository.begin_run(self.context.state)
         self.stats.set_value(f"tarantula/run/{run.kind}", 1)
-        self._committer = create_looping_call(self.context.state.db.commit_if_changed)
+        self._committer = create_looping_call(self.context.state.tick)
         self._committer.start(self.commit_interval, now=False)
 
     def close(self, reason: str) -> None:
@@ -91,7 +91,9 @@ class FrontierScheduler(BaseScheduler):
         self.context.repository.end_run(self.context.state, reason)
 
     def has_pending_requests(self) -> bool:
-        return self.frontier.has_pending()
+        # A shared frontier is active while another worker holds a lease: its links may queue
+        # URLs yet, so this worker must not close as idle (SPEC 9).
+        return self.frontier.active()
 
     def __len__(self) -> int:
         return self.frontier.pending()

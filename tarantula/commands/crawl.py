@@ -28,8 +28,9 @@ from scrapy.exceptions import UsageError
 from tarantula.commands import load_or_report, tell
 from tarantula.configure import log_settings
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
-from tarantula.core.repository import Repository
+from tarantula.core.repository import Repository, recrawl_pending
 from tarantula.extensions.summary import CrawlSummary
+from tarantula.frontiers.shared import RedisUnreachable, check_reachable, shared_last_run
 from tarantula.logformatter import demote_banner
 from tarantula.spiders.tarantula import TarantulaSpider
 
@@ -41,8 +42,9 @@ if TYPE_CHECKING:
 
 def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
     """A sentence saying when the next recrawl is due, when the last crawl is complete and it is
-    not due yet; None when there is work to do (SPEC 8)."""
-    waiting = Repository(config.repository).next_recrawl(config.period, now)
+    not due yet; None when there is work to do (SPEC 8). A shared crawl's runs are in Redis."""
+    last = shared_last_run(config) if config.redis else Repository(config.repository).last_run()
+    waiting = recrawl_pending(last, config.period, now)
     if waiting is None:
         return None
     last, due = waiting
@@ -99,6 +101,13 @@ class Command(ScrapyCrawlCommand):
                        f"the folder {config.log_file.parent} does not exist", logging.ERROR)  # fmt: skip
             self.exitcode = 2
             return
+        if config.redis:
+            try:
+                check_reachable(config.redis)
+            except RedisUnreachable as exc:
+                tell(self, f"{config.path}: error: {exc}", logging.ERROR)
+                self.exitcode = 2
+                return
         waiting = recrawl_wait(config)
         if waiting:
             tell(self, waiting)

@@ -118,7 +118,7 @@ def append_lines(path: Path | None, lines: list[str]) -> None:
 
 def write_lines(path: Path, lines: Iterable[str]) -> int:
     """Replace ``path`` atomically with ``lines``; returns how many."""
-    temporary = path.with_name(f".{path.name}.tmp")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writing process
     count = 0
     with open(temporary, "w", encoding="utf-8", newline="\n") as out:
         for line in lines:

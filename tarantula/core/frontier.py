@@ -167,8 +167,16 @@ class Frontier(Protocol):
 
     def has_pending(self) -> bool: ...
 
+    def active(self) -> bool:
+        """Whether the crawl may still hand out URLs: some are queued, or a lease is out whose
+        links may queue more (in one process the engine waits for its own requests itself)."""
+
     def take_dropped(self) -> int:
         """How many queued URLs were given up with their dropped hosts since the last call."""
+
+    def extend(self, url: str, seconds: float | None = None) -> float | None:
+        """Keep the lease on ``url`` for ``seconds`` more (a long rendering), where leases expire;
+        the new deadline, None when there is none."""
 
 
 class SqliteFrontier:
@@ -380,6 +388,10 @@ class SqliteFrontier:
     def has_pending(self) -> bool:
         return self.db.execute("SELECT 1 FROM urls WHERE state = 0 LIMIT 1").fetchone() is not None
 
+    def active(self) -> bool:
+        """In one process, whether URLs are queued: the engine waits for its requests in flight."""
+        return self.has_pending()
+
     def ack(self, url: str, outcome: str) -> None:
         self.db.execute(
             "UPDATE urls SET state = 2, outcome = ? WHERE hash = ?", (outcome, url_hash(url))
@@ -389,3 +401,7 @@ class SqliteFrontier:
     def take_dropped(self) -> int:
         dropped, self._dropped = self._dropped, 0
         return dropped
+
+    def extend(self, url: str, seconds: float | None = None) -> float | None:
+        """Nothing: in one process a lease lasts until its ack or the end of the run."""
+        return None

@@ -23,9 +23,13 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tarantula.core.mirror import sweep_temporary
 from tarantula.core.state import CrawlState, Run, last_run_at
+
+if TYPE_CHECKING:
+    from tarantula.frontiers.redis_state import RedisState
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +84,25 @@ def next_run_at(last: Run | None, period: float, now: float) -> float:
     return float(max(now, last.crawl_started + periods * seconds))
 
 
+def recrawl_pending(
+    last: Run | None, period_hours: float, now: float | None = None
+) -> tuple[Run, float] | None:
+    """When ``last`` (the latest run) completed its crawl and the next recrawl is not due yet: that
+    run and the time the recrawl is due (:func:`next_run_at`). None when there is work to do now.
+
+    >>> done = Run(1, "crawl", 1, 0.0, 60.0, "finished", 0.0)
+    >>> recrawl_pending(done, period_hours=1, now=600)[1]
+    3600.0
+    >>> recrawl_pending(done, period_hours=1, now=3600) is None
+    True
+    """
+    now = time.time() if now is None else now
+    if last is None or not last.complete:
+        return None
+    due = next_run_at(last, period_hours, now)
+    return (last, due) if now < due else None
+
+
 @dataclass(frozen=True)
 class Repository:
     root: Path
@@ -118,28 +141,25 @@ class Repository:
     ) -> tuple[Run, float] | None:
         """When the last crawl is complete and its next recrawl is not due yet: that run and the
         time the recrawl is due (:func:`next_run_at`). None when there is work to do now."""
-        now = time.time() if now is None else now
-        last = self.last_run()
-        if last is None or not last.complete:
-            return None
-        due = next_run_at(last, period_hours, now)
-        return (last, due) if now < due else None
+        return recrawl_pending(self.last_run(), period_hours, now)
 
     def open_state(self, traversal: str, *, in_memory: bool = False) -> CrawlState:
         """The crawl state of this repository (in memory for runs that keep nothing)."""
         return CrawlState(None if in_memory else self.state_path, traversal)
 
-    def begin_run(self, state: CrawlState) -> Run:
+    def begin_run(self, state: CrawlState | RedisState) -> Run:
         """Start a run in ``state`` and make the outputs ready for it."""
         run = state.begin()
-        if state.db.path is None:  # in memory: no files
+        if state.in_memory:  # no files
             return run
         documents = state.documents
         self.root.mkdir(parents=True, exist_ok=True)
         documents.folder = self.root
         documents.index_path = self.index
         documents.duplicates_path = self.duplicates
-        if run.kind == "crawl":
+        if run.joined:  # another worker of a shared crawl began this run and keeps the files
+            pass
+        elif run.kind == "crawl":
             self.index.write_bytes(b"")
             self.duplicates.write_bytes(b"")
         elif run.kind == "resume":
@@ -151,10 +171,10 @@ class Repository:
         logger.info("Run %d: %s (generation %d)", run.id, run.kind, run.generation)
         return run
 
-    def end_run(self, state: CrawlState, reason: str) -> None:
+    def end_run(self, state: CrawlState | RedisState, reason: str) -> None:
         """Close the run: a recrawl's outputs are rewritten from the state, then it is closed."""
         state.end(reason)
-        if state.generation > 1 and state.db.path is not None:
+        if not state.in_memory and state.rewrite_at_end():
             count = state.documents.rewrite_outputs()
             logger.info("Index rewritten: %d records", count)
         state.close()

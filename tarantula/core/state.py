@@ -141,6 +141,11 @@ class CrawlState:
         self.runs.end(reason, now)
         self.db.commit()
 
+    def rewrite_at_end(self) -> bool:
+        """Whether the run just ended rewrites index.txt and duplicates.tsv from the state: a
+        recrawl does (one record per stored document); a first crawl grew them as it went."""
+        return self.generation > 1
+
     def commit(self) -> None:
         self.db.commit()
 

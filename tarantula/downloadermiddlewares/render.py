@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 from scrapy.http import HtmlResponse
 
 from tarantula.context import context_of
-from tarantula.meta import DOWNLOADED, PAGE, RENDER
+from tarantula.meta import DOWNLOADED, PAGE, RENDER, URL
 from tarantula.resolver import host_resolver_rules
 
 if TYPE_CHECKING:
@@ -146,9 +146,14 @@ class RenderMiddleware:
             or not isinstance(response, HtmlResponse)
         ):
             return response
-        render_wait = context_of(self.crawler).config.render_wait
+        context = context_of(self.crawler)
+        render_wait = context.config.render_wait
         stats = self.crawler.stats
         assert stats is not None
+        if url := request.meta.get(URL):
+            # A shared frontier's lease may expire while the browser works: it is pushed past
+            # the rendering's time limit, so no other worker takes the page meanwhile (SPEC 9).
+            context.frontier.extend(url, context.config.lease_timeout + render_wait * 2 + 40)
         try:
             rendered = await self._render(
                 rendering_request(request, response, render_wait), render_wait

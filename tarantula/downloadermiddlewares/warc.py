@@ -94,7 +94,7 @@ class WarcMiddleware:
         context = context_of(crawler)
         if not context.config.warc:
             raise NotConfigured  # warc = no (a reason would be logged as a warning)
-        if context.state.db.path is None:
+        if context.state.in_memory:
             raise NotConfigured  # the state is kept in memory (scrapy check): no outputs
         try:
             import warcio  # noqa: F401

@@ -69,7 +69,7 @@ class CrawlReport:
         if not context.config.report:
             logger.debug("No crawl report: report = no")
             raise NotConfigured
-        if context.state.db.path is None:
+        if context.state.in_memory:
             logger.debug("No crawl report: the crawl state is kept in memory")
             raise NotConfigured
         return cls(crawler, context)

@@ -273,7 +273,7 @@ class CrawlStatus:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlStatus:
         context = context_of(crawler)
-        if context.state.db.path is None:
+        if context.state.in_memory:
             raise NotConfigured  # scrapy check: no crawl to show (and no reason to warn about)
         return cls(crawler, context, sys.stdout if draws_on(sys.stdout) else None)
 

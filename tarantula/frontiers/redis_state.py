@@ -756,6 +756,13 @@ class RedisState:
     def commit(self) -> None:
         self.db.commit()
 
+    def rewrite_at_end(self) -> bool:
+        """Whether this worker, its part of the run ended, rewrites its folder's index.txt and
+        duplicates.tsv from Redis: when no other worker is live, so none appends to them any
+        more. That also restores the lines of a worker killed between storing a document and
+        appending its line."""
+        return not self.workers.live()
+
     def tick(self) -> None:
         """The crawl's periodic call (every second or so): commit what changed, and beat the
         worker's heartbeat when a sixth of its ttl has passed since the last one."""

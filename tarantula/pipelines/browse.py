@@ -50,7 +50,7 @@ class BrowsePipeline:
         context = context_of(crawler)
         if not context.config.browsable:
             raise NotConfigured  # browsable = no (a reason would be logged as a warning)
-        if context.state.db.path is None:
+        if context.state.in_memory:
             raise NotConfigured  # the state is kept in memory (scrapy check): no outputs
         return cls(crawler, context, UPDATE_INTERVAL)
 

@@ -11,7 +11,9 @@ nothing is written and it counts as unchanged.
 
 max-page-number is exact: items pass the pipelines one at a time on the reactor thread, so
 counting here, where a new document is committed, never lets an extra one through whatever
-``threads`` is. When the count is reached the spider is closed with reason ``max-page-number``.
+``threads`` is. In a crawl shared by several workers each new document first claims a page in the
+shared store, which counts every worker's documents and claims (SPEC 9). When the count is
+reached the spider is closed with reason ``max-page-number``.
 
 Stats: ``tarantula/documents/stored``, ``tarantula/documents/unsafe-path``,
 ``tarantula/documents/over-limit``.
@@ -54,7 +56,10 @@ class MirrorPipeline:
         self.frontier = context.frontier
         self.repository = context.repository.root
         self.limit = max(context.config.max_page_number, 0)
+        self.shared = bool(context.worker)
+        self.worker = context.worker
         self.stored = 0
+        self._closing = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> MirrorPipeline:
@@ -74,8 +79,9 @@ class MirrorPipeline:
             # replaces the record, whose validators and dates are the new answer's (SPEC 8).
             item.status, item.path, item.md5 = "unchanged", existing.path, md5
             return item
-        if existing is None and self.limit and self.stored >= self.limit:
+        if existing is None and self.limit and not self._claim_page(item.url):
             self._drop(item, md5, "over-limit")
+            self._close_at_limit()
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
         try:
             relpath = PurePosixPath(existing.path) if existing else self._free_path(item)
@@ -90,6 +96,8 @@ class MirrorPipeline:
                 write_atomic(store_path(self.repository, relpath), item.body, sync=False)
         except (UnsafePath, OSError) as exc:
             # SPEC 6: a document that cannot be stored costs itself only.
+            if existing is None and self.limit:
+                self.documents.release_page(item.url)
             self._drop(item, md5, "unsafe-path")
             logger.warning("Not stored %s: %s", item.url, exc)
             raise DropItem(f"cannot store safely: {exc}") from exc
@@ -100,10 +108,23 @@ class MirrorPipeline:
         logger.info("Stored %s as %s", item.url, item.path)
         if existing is None:
             self.stored += 1
-            if self.limit and self.stored >= self.limit and self.crawler.engine:
-                logger.info("max-page-number (%d) reached: closing", self.limit)
-                deferred_from_coro(self.crawler.engine.close_spider_async(reason="max-page-number"))
+            if self.limit and self.stored >= self.limit:
+                self._close_at_limit()
         return item
+
+    def _claim_page(self, url: str) -> bool:
+        """Whether a new document may be stored under max-page-number: counted here in one
+        process (:attr:`stored`); in a shared crawl, claimed in the shared store, where every
+        worker's documents count (SPEC 9)."""
+        if not self.shared:
+            return self.stored < self.limit
+        return self.documents.claim_page(url, self.limit, self.worker)
+
+    def _close_at_limit(self) -> None:
+        if self.crawler.engine and not self._closing:
+            self._closing = True
+            logger.info("max-page-number (%d) reached: closing", self.limit)
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason="max-page-number"))
 
     def _drop(self, item: Document, md5: str, why: str) -> None:
         """The document is not stored: its URL is done, and its claim on the content released."""

@@ -54,7 +54,7 @@ class TarantulaSpider(Spider):
         config = kwargs.pop("config", None) or load_crawl_config(
             kwargs.get("conf") or crawler.settings.get("TARANTULA_CONF")
         )
-        context = build_context(crawler, config)
+        context = build_context(crawler, config, worker=kwargs.get("worker"))
         spider = super().from_crawler(crawler, *args, context=context, **kwargs)
         assert isinstance(spider, cls)
         crawler.signals.connect(spider.defect, signal=signals.spider_error)

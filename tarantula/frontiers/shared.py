@@ -1,0 +1,224 @@
+"""What a crawl shared through Redis needs beyond the frontier (SPEC 9): the connection, the
+crawl's id, and politeness on the wire across workers.
+
+The connection retries forever with an exponential back-off (0.1 s doubling to 10 s), logging
+each failure: when Redis goes away mid-crawl, a worker's next call to it waits there, so the
+worker stops fetching, keeps what it stored, and goes on when Redis is back. redis-py's ``Retry``
+does the waiting; only the log line is Tarantula's (:class:`LoggedBackoff`).
+
+The crawl's id names its keys (``tarantula:{<id>}:...``): every worker started with the same
+configuration file computes the same one (:func:`crawl_id`).
+
+:class:`SharedPoliteness` keeps the single-process rules of
+:class:`~tarantula.core.politeness.Politeness` and adds the shared part, each step one Lua script
+reading the server's clock: the wire start of every request to a host is reserved in Redis, so two
+requests to a host start at least ``delay`` (or the larger Crawl-delay) apart whichever workers
+send them; a back-off (Retry-After) pauses the host for every worker; ``host-failures`` counts the
+failures in a row of all workers, and a host dropped by one worker is dropped for the crawl. The
+host's concurrency is the frontier's: a lease holds a slot of its host until it is acknowledged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from tarantula.core.politeness import Politeness
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from redis import Redis
+
+    from tarantula.core.config import CrawlConfig
+    from tarantula.core.state import Run
+    from tarantula.frontiers.redis import RedisFrontier
+    from tarantula.frontiers.redis_state import RedisState
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a connect or a reply may take before the call is retried.
+SOCKET_TIMEOUT = 10.0
+
+
+class RedisUnreachable(Exception):
+    """Redis does not answer at the start of a crawl (nothing has been fetched)."""
+
+
+def crawl_id(config: CrawlConfig) -> str:
+    """The id of ``config``'s crawl: the configuration file's name and a digest of its seeds.
+
+    Workers run the same file (SPEC 9), on one machine or many, so they agree on it; two crawls
+    with different seeds on one Redis keep apart.
+
+    >>> from pathlib import Path
+    >>> from tarantula.core.config import CrawlConfig
+    >>> crawl_id(CrawlConfig(path=Path("/etc/site.conf"), starting_points=("http://h/",)))
+    'site-16511032'
+    """
+    digest = hashlib.sha1("\n".join(config.starting_points).encode()).hexdigest()[:8]
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in config.path.stem)
+    return f"{name}-{digest}"
+
+
+def connect(url: str, *, retry_forever: bool = True) -> Redis:
+    """A client of the Redis at ``url`` (bytes replies, as the frontier needs), checked with a
+    PING; :class:`RedisUnreachable` names the URL when it does not answer.
+
+    After the check the client retries every failed call with a logged back-off, forever: a
+    worker waits for Redis rather than losing work.
+    """
+    import redis
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+
+    class LoggedBackoff(ExponentialBackoff):
+        def compute(self, failures: int) -> float:
+            wait = super().compute(failures)
+            logger.warning(
+                "Redis at %s does not answer (attempt %d): retrying in %.1f s", url, failures, wait
+            )
+            return wait
+
+    try:
+        client = redis.Redis.from_url(
+            url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT,
+            health_check_interval=30,
+        )  # fmt: skip
+        client.ping()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {url}: {exc}") from None
+    if retry_forever:
+        retry = Retry(LoggedBackoff(cap=10.0, base=0.1), retries=-1)
+        client.set_retry(retry)
+        # set_retry also sets it on the connection pool's connections, which retry on these.
+        client.get_connection_kwargs()["retry_on_error"] = [
+            redis.ConnectionError,
+            redis.TimeoutError,
+        ]
+    return client
+
+
+# The reserve script: the request may start at the later of now and the host's reserved time (a
+# pause included); the next one then waits the gap after it. Answers the start and the server time.
+_RESERVE = r"""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local start = math.max(now, tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0'))
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%.6f', start + tonumber(ARGV[2])))
+return {string.format('%.6f', start), string.format('%.6f', now)}
+"""
+
+# A pause: no request to the host starts before now + seconds.
+_PAUSE = r"""
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local until_ = now + tonumber(ARGV[2])
+local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if until_ > old then redis.call('HSET', KEYS[1], ARGV[1], string.format('%.6f', until_)) end
+return 1
+"""
+
+
+class SharedPoliteness(Politeness):
+    """:class:`~tarantula.core.politeness.Politeness` across the workers of a shared crawl.
+
+    Keys (under the frontier's prefix): ``wire`` (hash host -> the server time before which no
+    request to it may start) and ``fails`` (hash host -> failures in a row, every worker's).
+    """
+
+    def __init__(self, frontier: RedisFrontier, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.frontier = frontier
+        self.client = frontier.client
+        self._wire = frontier.prefix + "wire"
+        self._fails = frontier.prefix + "fails"
+        self._reserve = self.client.register_script(_RESERVE)
+        self._pause = self.client.register_script(_PAUSE)
+
+    def reserve(self, name: str, now: float) -> float:
+        """The time (on ``now``'s clock) the request may go: the gap after the last request any
+        worker reserved for the host, and after any pause."""
+        local = super().reserve(name, now)
+        before = time.monotonic()
+        reply = self._reserve(keys=[self._wire], args=[name, repr(self.gap(name))])
+        start, server = float(reply[0]), float(reply[1])
+        shared = now + (start - server) + (time.monotonic() - before) / 2
+        start_at = max(local, shared)
+        host = self.host(name)
+        host.last_start = max(host.last_start, start_at)
+        host.due = max(host.due, start_at + self.gap(name))
+        return start_at
+
+    def back_off(self, name: str, now: float, seconds: float | None, cap: float = 60.0,
+                 *, asked: bool = True) -> tuple[float, bool]:  # fmt: skip
+        wait, dropped = super().back_off(name, now, seconds, cap, asked=asked)
+        if dropped:
+            self.frontier.drop_host(name)
+        else:
+            self._pause(keys=[self._wire], args=[name, repr(wait)])
+            self.frontier.pause(name, wait)
+        return wait, dropped
+
+    def failed(self, name: str, now: float) -> bool:
+        """A timeout or connection error; True when the host's failures in a row, counting every
+        worker's, reach ``host-failures`` (the host is then dropped for the whole crawl)."""
+        host = self.host(name)
+        host.errors += 1
+        host.failures = int(self.client.hincrby(self._fails, name, 1))
+        if self.host_failures and host.failures >= self.host_failures and not host.dropped:
+            host.dropped = True
+            self.frontier.drop_host(name)
+            return True
+        return False
+
+    def finished(self, name: str, now: float, latency: float, size: int = 0) -> None:
+        """A response ends the host's failures in a row, for every worker."""
+        if self.host_failures:
+            self.client.hdel(self._fails, name)
+        super().finished(name, now, latency, size)
+
+
+def open_shared(
+    config: CrawlConfig, root: Path, worker: str | None
+) -> tuple[RedisState, SharedPoliteness]:
+    """The shared state and politeness of ``config``'s crawl for one worker (SPEC 9)."""
+    from tarantula.frontiers.redis_state import RedisState
+
+    client = connect(config.redis)
+    state = RedisState(
+        client, crawl_id(config), root, config.traversal_algorithm, worker=worker,
+        lease_timeout=config.lease_timeout, delay=config.delay,
+        concurrency=config.host_concurrency,
+        # A worker silent for as long as its leases last is dead: its URLs go back, and its page
+        # claims and its part of the run with them.
+        worker_ttl=config.lease_timeout,
+    )  # fmt: skip
+    politeness = SharedPoliteness(
+        state.frontier, config.delay, config.delay_factor, config.host_concurrency,
+        config.host_failures, config.max_retry_after,
+    )  # fmt: skip
+    return state, politeness
+
+
+def check_reachable(url: str) -> None:
+    """Raise :class:`RedisUnreachable` when the Redis at ``url`` does not answer a PING."""
+    connect(url, retry_forever=False).close()
+
+
+def shared_last_run(config: CrawlConfig) -> Run | None:
+    """The latest run of ``config``'s shared crawl, from Redis."""
+    from tarantula.frontiers.redis_state import last_run
+
+    client = connect(config.redis, retry_forever=False)
+    try:
+        return last_run(client, key_prefix(crawl_id(config)))
+    finally:
+        client.close()
+
+
+def key_prefix(crawl: str) -> str:
+    """The prefix of every key of crawl ``crawl`` (its id is the keys' hash tag)."""
+    return f"tarantula:{{{crawl}}}:"

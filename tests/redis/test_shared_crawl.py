@@ -1,0 +1,186 @@
+"""End-to-end: workers sharing one crawl through a real Redis (SPEC 9), as ``scrapy crawl``
+processes against the recording server, asserting from the server's own request log."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tarantula.core.index import parse_index
+from tarantula.demo.server import Resource, SiteServer
+
+from ..conftest import max_in_flight, run_crawl, write_conf
+from ..integration.test_recovery import PAGES, assert_whole, start_scrapy, tree_site, wait_for
+from .conftest import RedisServer, free_port
+
+pytestmark = pytest.mark.e2e
+
+
+def start_worker(conf: Path, name: str) -> subprocess.Popen[str]:
+    """A worker of the crawl in ``conf``, logging to ``<name>.log`` next to it."""
+    log = conf.parent / f"{name}.log"
+    return start_scrapy(
+        "crawl", "tarantula", "-a", f"conf={conf}", "-a", f"worker={name}", "-s", f"LOG_FILE={log}"
+    )
+
+
+def finish(*workers: subprocess.Popen[str], timeout: float = 240) -> list[str]:
+    """Wait for every worker; each must exit 0. Returns their outputs."""
+    outputs = []
+    for worker in workers:
+        out, _ = worker.communicate(timeout=timeout)
+        assert worker.returncode == 0, out
+        outputs.append(out)
+    return outputs
+
+
+def stored_by(conf: Path, name: str) -> int:
+    return (conf.parent / f"{name}.log").read_text(encoding="utf-8").count("] INFO: Stored ")
+
+
+def page_fetches(web: SiteServer) -> Counter[str]:
+    return Counter(r.target for r in web.requests if r.target != "/robots.txt")
+
+
+def shared_conf(folder: Path, seed: str, redis: RedisServer, **keys: object) -> Path:
+    folder.mkdir(exist_ok=True)
+    keys = {"threads": 4, "host_concurrency": 4, "log_level": 1, **keys}
+    return write_conf(folder, [seed], redis=redis.url, **keys)
+
+
+def link_lines(index: Path) -> dict[str, tuple[tuple[str, str], ...]]:
+    return {r.url: r.links for r in parse_index(index.read_text(encoding="utf-8"))}
+
+
+def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_server):
+    urls = tree_site(web, delay=0.02)
+    (tmp_path / "one").mkdir()
+    alone = run_crawl(write_conf(tmp_path / "one", [urls[0]], threads=4, host_concurrency=4))
+    assert alone.status == 0, alone.process.stdout
+    assert len(alone.records) == PAGES
+    web.requests.clear()
+
+    conf = shared_conf(tmp_path / "two", urls[0], redis_server)
+    finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+    repository = tmp_path / "two" / "repo"
+    assert link_lines(repository / "index.txt") == link_lines(
+        tmp_path / "one" / "repo" / "index.txt"
+    )
+    assert_whole(web, repository)
+    fetches = page_fetches(web)
+    assert set(fetches) == {f"/p{i}.html" for i in range(PAGES)}
+    assert max(fetches.values()) == 1, "a URL fetched twice"
+    shares = stored_by(conf, "w1"), stored_by(conf, "w2")
+    assert sum(shares) == PAGES and min(shares) > 0, shares
+
+
+def test_politeness_holds_across_workers(web, tmp_path, redis_server):
+    urls = tree_site(web, pages=24, delay=0.05)
+    delay = 0.3
+    conf = shared_conf(tmp_path, urls[0], redis_server, delay=delay, host_concurrency=1)
+    finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+    records = [r for r in web.requests if r.host.startswith("a.test")]
+    assert len(page_fetches(web)) == 24
+    starts = sorted(r.time for r in records)
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # Arrival times are the server's: a request may arrive a little early or late against the
+    # time it was let go, by the loopback's and the server thread's jitter (well under 50 ms).
+    assert min(gaps) >= delay - 0.05, gaps
+    assert max_in_flight(web.requests, records[0].host) == 1
+    assert stored_by(conf, "w1") > 0 and stored_by(conf, "w2") > 0
+
+
+def test_kill_9_of_a_worker_loses_nothing(web, tmp_path, redis_server):
+    urls = tree_site(web, delay=0.05)
+    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=3)
+    w1, w2 = start_worker(conf, "w1"), start_worker(conf, "w2")
+    wait_for(lambda: len(web.requests) >= 80, timeout=120)
+    w1.send_signal(signal.SIGKILL)
+    w1.communicate()
+    killed_at = time.time()
+    finish(w2)
+    indexed = assert_whole(web, tmp_path / "repo")
+    assert sorted(indexed) == sorted(urls), "every page indexed exactly once"
+    fetches = page_fetches(web)
+    twice = [target for target, n in fetches.items() if n > 1]
+    assert max(fetches.values()) <= 2
+    # Only what w1 was fetching at the kill is fetched again: at most its 4 threads' worth, each
+    # first asked before the kill.
+    assert len(twice) <= 4, twice
+    for target in twice:
+        assert min(r.time for r in web.requests if r.target == target) < killed_at
+
+
+def test_max_page_number_is_exact_across_workers(web, tmp_path, redis_server):
+    urls = tree_site(web, delay=0.02)
+    conf = shared_conf(tmp_path, urls[0], redis_server, max_page_number=50)
+    finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+    repository = tmp_path / "repo"
+    records = list(parse_index((repository / "index.txt").read_text(encoding="utf-8")))
+    assert len(records) == 50 == len({r.url for r in records})
+    assert len(list((repository / f"a.test:{web.port}").glob("p*.html"))) == 50
+
+
+def test_content_duplicates_are_found_across_workers(web, tmp_path, redis_server):
+    same = b"<title>Same</title>the same words"
+    links = "".join(f'<a href="/copy{i}.html">c{i}</a>' for i in range(12))
+    web.add("a.test", "/", Resource(f"<title>Root</title>{links}".encode(),
+                                    headers={"Content-Type": "text/html"}))  # fmt: skip
+    for i in range(12):
+        web.add("a.test", f"/copy{i}.html",
+                Resource(same, delay=0.1, headers={"Content-Type": "text/html"}))  # fmt: skip
+    conf = shared_conf(tmp_path, web.url("a.test", "/"), redis_server)
+    finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+    records = list(parse_index((tmp_path / "repo" / "index.txt").read_text(encoding="utf-8")))
+    assert len([r for r in records if r.title == "Same"]) == 1
+    duplicates = (tmp_path / "repo" / "duplicates.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(duplicates) == 11
+
+
+def test_a_late_worker_joins_and_ctrl_c_hands_leases_back(web, tmp_path, redis_server):
+    urls = tree_site(web, delay=0.05)
+    # A lease timeout longer than the test: URLs come back only because they are handed back.
+    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=600)
+    w1 = start_worker(conf, "w1")
+    wait_for(lambda: len(web.requests) >= 40, timeout=120)
+    w2 = start_worker(conf, "w2")  # joins the running crawl
+    wait_for(lambda: (tmp_path / "w2.log").exists() and stored_by(conf, "w2") > 0, timeout=120)
+    w1.send_signal(signal.SIGINT)
+    out, _ = w1.communicate(timeout=120)
+    assert w1.returncode == 0, out
+    finish(w2)
+    indexed = assert_whole(web, tmp_path / "repo")
+    assert sorted(indexed) == sorted(urls)
+    assert max(page_fetches(web).values()) == 1
+
+
+def test_redis_unreachable_at_start_is_a_clear_error(web, tmp_path):
+    urls = tree_site(web, pages=3)
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    conf = write_conf(tmp_path, [urls[0]], redis=url)
+    result = run_crawl(conf)
+    assert result.status == 2
+    assert f"cannot reach Redis at {url}" in result.process.stderr
+    assert "Traceback" not in result.process.stderr + result.process.stdout
+    assert web.requests == []
+
+
+def test_the_crawl_completes_when_redis_restarts_mid_crawl(web, tmp_path, redis_servers):
+    server = redis_servers(appendonly=True)
+    urls = tree_site(web, delay=0.05)
+    conf = shared_conf(tmp_path, urls[0], server)
+    w1 = start_worker(conf, "w1")
+    wait_for(lambda: len(web.requests) >= 60, timeout=120)
+    server.stop()
+    log = tmp_path / "w1.log"
+    wait_for(lambda: "does not answer" in log.read_text(encoding="utf-8"), timeout=60)
+    server.start(port=server.port)
+    finish(w1)
+    indexed = assert_whole(web, tmp_path / "repo")
+    assert sorted(indexed) == sorted(urls)
