@@ -94,7 +94,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from tarantula.core.frontier import Entry, Gate, host_of
+from tarantula.core.frontier import Entry, Gate, dfs_key, host_of
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -265,6 +265,11 @@ end
 # queue member (empty: a bfs key is made here), URL + original + extra, extra, mode.
 _PUSH = r"""
 local h8, host, mode = ARGV[2], ARGV[5], ARGV[10]
+if mode == 'recrawl' and redis.call('HEXISTS', K.u, h8) == 1 then
+  -- queued by an earlier start of this recrawl that did not get to record its run
+  redis.call('SADD', P .. 's:' .. ARGV[4], ARGV[3])
+  return 0
+end
 local fresh = redis.call('SADD', P .. 's:' .. ARGV[4], ARGV[3]) == 1
 if not fresh then
   local r = redis.call('HGET', K.u, h8)
@@ -694,18 +699,44 @@ class RedisFrontier:
 
     def begin(self, kind: str, generation: int) -> None:
         """Start a run. ``resume`` puts every lease back in its queue: it is for a crawl whose
-        workers were all stopped, and a worker joining a running crawl does not call it."""
-        if kind == "recrawl":
-            raise NotImplementedError(
-                "recrawl on Redis needs the document store in Redis (the stored documents to "
-                "queue again); run recrawls in one process for now"
-            )
-        if kind not in ("crawl", "resume"):
+        workers were all stopped, and a worker joining a running crawl does not call it.
+        ``recrawl`` starts a new generation with an empty seen-set and no dropped host: the
+        caller then queues the stored documents again (:meth:`requeue_stored`)."""
+        if kind not in ("crawl", "resume", "recrawl"):
             raise ValueError(f"a run is a crawl, a resume or a recrawl, not {kind!r}")
         self.generation = generation
         self.client.hset(self.prefix + "conf", "generation", generation)
         if kind == "resume":
             self._run("return_leases", "")
+        elif kind == "recrawl":
+            names = [f"{self.prefix}s:{b}" for b in range(self.buckets)] + [self.prefix + "dropped"]
+            for i in range(0, len(names), 1000):
+                self.client.delete(*names[i : i + 1000])
+
+    def requeue_stored(self, items: Iterable[tuple[str, str, int, bytes | None]]) -> int:
+        """Queue stored documents again for a recrawl: (URL, original URL, depth, order key or
+        None), in their old order where the key is known. A URL already queued (by an earlier
+        start of the same recrawl) stays as it is. Returns how many were queued."""
+        queued, batch = 0, []
+        for url, original, depth, key in items:
+            if key is None and self.dfs:
+                key = dfs_key((0,))
+            batch.append(self._push_args(url, original, depth, key, None, "recrawl"))
+            if len(batch) >= 500:
+                queued += self._push_batch(batch)
+                batch = []
+        return queued + self._push_batch(batch)
+
+    def _push_batch(self, batch: list[list[Any]]) -> int:
+        pipe = self.client.pipeline(transaction=False)
+        for args in batch:
+            self._run("push", *args, client=pipe)
+        return sum(int(r) for r in pipe.execute()) if batch else 0
+
+    def entry(self, url: str) -> Entry | None:
+        """The queued or leased entry of ``url`` (its depth and order key), None when it has none."""
+        raw = cast("bytes | None", self.client.hget(self.prefix + "u", url_id(url)[0]))
+        return None if raw is None else Record.decode(raw, self.dfs).entry
 
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything: seen, and under dfs no

@@ -70,7 +70,10 @@ folder (same ``.tarantula/folder-id``, :func:`folder_id_of`) write one ``index.t
 folders of their own each write their part. :meth:`RedisDocumentStore.rewrite_outputs` writes a
 folder's ``index.txt`` and ``duplicates.tsv`` from Redis, in store order: it reads the folder's
 ``idx:`` zset a page at a time by score, so no command reads a big store whole and the worker
-sorts nothing (a scan of ``docs`` would visit every folder's records, in no order).
+sorts nothing (a scan of ``docs`` would visit every folder's records, in no order). ``scrapy
+merge`` brings folders together: once a folder's copies are in the repository, its records move
+to the repository's folder (:meth:`RedisDocumentStore.move_to`, a batch per script, each record
+keeping its place in store order), and its duplicates with them.
 
 max-page-number is exact across workers: a worker about to store a new document asks
 :meth:`RedisDocumentStore.claim_page`, which counts stored documents and the pages claimed by live
@@ -82,10 +85,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -97,6 +101,10 @@ from tarantula.frontiers.redis import RedisFrontier
 
 if TYPE_CHECKING:
     from redis import Redis
+
+    from tarantula.core.frontier import Entry
+
+logger = logging.getLogger(__name__)
 
 #: Seconds a worker stays live after its last heartbeat; the crawler beats every few seconds.
 WORKER_TTL = 30.0
@@ -146,6 +154,14 @@ def folder_id_of(root: Path) -> str:
     finally:
         temporary.unlink()
     return candidate
+
+
+def read_folder_id(root: Path) -> str | None:
+    """The folder id of repository folder ``root``, None when it has none (no worker of a shared
+    crawl wrote there); unlike :func:`folder_id_of` it never makes one. A ``ValueError`` says the
+    file is empty."""
+    path = root / STATE_FOLDER / FOLDER_ID_NAME
+    return _read_folder_id(path) if path.is_file() else None
 
 
 def _read_folder_id(path: Path) -> str:
@@ -534,6 +550,35 @@ return created
 """
 )
 
+# ARGV: prefix, from folder, to folder, "docs" or "dups", URLs... The records of the URLs that
+# belong to the first folder move to the second (their copies are there now), each keeping its
+# place in store order; a record that is no longer the first folder's stays where it is. Returns
+# how many moved.
+_MOVE = (
+    _DOCS_LIBRARY
+    + r"""
+local from, to = ARGV[2], ARGV[3]
+local records, index = K.docs, idx
+if ARGV[4] == 'dups' then records, index = K.dups, dupidx end
+local moved = 0
+for i = 5, #ARGV do
+  local url = ARGV[i]
+  local raw = redis.call('HGET', records, url)
+  if raw then
+    local record = cjson.decode(raw)
+    if record.folder == from then
+      record.folder = to
+      redis.call('HSET', records, url, cjson.encode(record))
+      redis.call('ZREM', index(from), url)
+      redis.call('ZADD', index(to), record.seq, url)
+      moved = moved + 1
+    end
+  end
+end
+return moved
+"""
+)
+
 _DOCUMENT_SCRIPTS = {
     "claim_content": _CLAIM_CONTENT,
     "release": _RELEASE,
@@ -542,6 +587,7 @@ _DOCUMENT_SCRIPTS = {
     "keep": _KEEP,
     "remove": _REMOVE,
     "add_duplicate": _ADD_DUPLICATE,
+    "move": _MOVE,
 }
 
 
@@ -567,6 +613,8 @@ class RedisDocumentStore(OutputFiles):
         self.prefix = prefix
         self.folder_id = folder_id
         self.worker = worker
+        #: The frontier's entry of a URL (depth, order key), kept with its document for a recrawl.
+        self.entry_of: Callable[[str], Entry | None] | None = None
         self.keys = [prefix + name for name in DOCUMENT_KEYS]
         self._scripts = {
             name: client.register_script(body) for name, body in _DOCUMENT_SCRIPTS.items()
@@ -623,13 +671,33 @@ class RedisDocumentStore(OutputFiles):
     def store(self, doc: StoredDocument) -> None:
         """Record a stored document, new or replaced; its page and content claims end. Its index
         line follows the next commit, if this store created the record in this generation."""
-        fields = dataclasses.asdict(doc)
+        fields: dict[str, Any] = dataclasses.asdict(doc)
         del fields["url"]  # the hash's field
+        entry = self.entry_of(doc.url) if self.entry_of is not None else None
+        if entry is not None:  # where a recrawl queues it again: its depth and old place
+            fields["depth"], fields["key"] = entry.depth, entry.key.hex()
         data = json.dumps(fields, ensure_ascii=False)
         created, folder = self._run("store", doc.url, data, self.generation, self.folder_id)
         if self.append and created and folder.decode() == self.folder_id:
             self._records.append(doc.record)
         self.db.changed()
+
+    def stored_entries(self, chunk: int = 1000) -> Iterator[tuple[str, str, int, bytes | None]]:
+        """Every stored document of the crawl (all folders) as a recrawl queues it: URL, original
+        URL, depth and order key (None where unknown), in no particular order."""
+        cursor = 0
+        while True:
+            cursor, page = cast(
+                "tuple[int, dict[bytes, bytes]]",
+                self.client.hscan(self.prefix + "docs", cursor, count=chunk),
+            )
+            for url, raw in page.items():
+                data = _decode(raw)
+                original = data["record"].split("\t", 3)[2]
+                key = bytes.fromhex(data["key"]) if data.get("key") else None
+                yield url.decode(), original, int(data.get("depth", 0)), key
+            if cursor == 0:
+                return
 
     def keep(self, url: str) -> None:
         """A stored document is unchanged (recrawl, 304): it stays, and belongs to this generation."""
@@ -675,6 +743,35 @@ class RedisDocumentStore(OutputFiles):
             if data["generation"] == self.generation:
                 yield url, data["original"]
 
+    def documents(self, chunk: int = 1000) -> Iterator[StoredDocument]:
+        """This folder's stored documents (their mirror paths, MD5s and records), in store order,
+        ``chunk`` at a time."""
+        for url, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
+            yield _stored(url, data)
+
+    def move_to(self, folder_id: str, urls: Iterable[str]) -> int:
+        """Make the records of ``urls`` belong to folder ``folder_id`` (their copies are there now:
+        ``scrapy merge``), in one script; returns how many moved. A URL whose record is not this
+        folder's (moved since it was read, or gone) is left as it is."""
+        return int(self._run("move", self.folder_id, folder_id, "docs", *urls))
+
+    def move_duplicates_to(self, folder_id: str, chunk: int = 1000) -> int:
+        """Make every duplicate this folder's workers found (of any generation) be listed in folder
+        ``folder_id``'s duplicates.tsv instead; returns how many moved."""
+        moved = 0
+        while True:
+            # Each round moves what it reads out of this folder's zset: the next round's first
+            # page is the rest.
+            page = self.client.zrange(self.prefix + f"dupidx:{self.folder_id}", 0, chunk - 1)
+            if not page:
+                return moved
+            count = int(self._run("move", self.folder_id, folder_id, "dups", *page))
+            if count == 0:
+                # Listed here but recorded elsewhere (a store racing with this): drop the stale
+                # entries so that the loop ends.
+                self.client.zrem(self.prefix + f"dupidx:{self.folder_id}", *page)
+            moved += count
+
     def rewrite_outputs(self) -> int:
         """Write this folder's index.txt and duplicates.tsv from Redis, atomically; returns the
         record count. Only safe while no other worker appends to the same files."""
@@ -718,6 +815,8 @@ class RedisState:
         self.documents = RedisDocumentStore(
             client, prefix, folder_id, self.db, worker=self.frontier.worker
         )
+        self.documents.entry_of = self.frontier.entry
+        self.client = client
         self._closed = False
         self._next_beat = 0.0  # on time.monotonic(): when tick beats next
 
@@ -731,22 +830,35 @@ class RedisState:
 
     def begin(self, now: float | None = None) -> Run:
         """Start a run, or join the open one (see :class:`RedisRunLog`), and ready the frontier:
-        a joined run's frontier is the other workers' at work, so its leases stay out. A recrawl
-        raises :class:`NotImplementedError` (the frontier's) before anything is recorded."""
-        last = self.runs.last()
-        if last is not None and last.complete:
-            # Asked first so that no run is recorded for a recrawl the frontier cannot start: a
-            # run recorded and never started would be resumed later as if it had been crawled.
-            self.frontier.begin("recrawl", last.generation + 1)
-        run = self.runs.begin(now)
+        a joined run's frontier is the other workers' at work, so its leases stay out."""
+        # One worker at a time decides and records how the run begins: a recrawl's preparation
+        # must not be done twice by workers started together.
+        lock = self.frontier.prefix + "beginning"
+        while not self.client.set(lock, self.frontier.worker, nx=True, ex=60):
+            time.sleep(0.05)  # another worker is beginning (a recrawl takes a moment)
+        try:
+            last = self.runs.last()
+            if last is not None and last.complete:
+                self._prepare_recrawl(last.generation + 1)
+            run = self.runs.begin(now)
+        finally:
+            self.client.delete(lock)
         self._next_beat = time.monotonic() + self.workers.ttl / 6  # begin counts as a beat
-        if run.joined:
+        if run.joined or run.kind == "recrawl":  # a recrawl's frontier is ready (see above)
             self.frontier.generation = run.generation
         else:
             self.frontier.begin(run.kind, run.generation)
         self.documents.generation = run.generation
         self.db.commit()
         return run
+
+    def _prepare_recrawl(self, generation: int) -> None:
+        """Queue every stored document again for a recrawl in ``generation``, before the run is
+        recorded: a worker killed meanwhile leaves the crawl complete, and the next start prepares
+        it again (what it queued stays queued once)."""
+        self.frontier.begin("recrawl", generation)
+        queued = self.frontier.requeue_stored(self.documents.stored_entries())
+        logger.info("Recrawl: %d stored documents queued again", queued)
 
     def end(self, reason: str, now: float | None = None) -> None:
         """End this worker's part of the run (:meth:`RedisRunLog.end`), its files committed first."""

@@ -402,9 +402,23 @@ def test_resume_puts_every_lease_back(redis_client):
     assert after.attempts(urls[0]) == 0 and after.counts()["charged"] == 3
 
 
-def test_recrawl_is_not_there_yet(redis_client):
-    with pytest.raises(NotImplementedError, match="recrawl"):
-        make(redis_client).begin("recrawl", 2)
+def test_a_recrawl_forgets_the_seen_set_and_queues_stored_urls_in_their_old_order(redis_client):
+    frontier = make(redis_client, concurrency=4)
+    frontier.begin("crawl", 1)
+    urls = [f"http://h.test/{i}" for i in range(4)]
+    for url in urls:
+        frontier.push(url, url, 1)
+    entries = [frontier.lease() for _ in urls]
+    kept = [(e.url, e.original, e.depth, e.key) for e in entries if e is not None]
+    for url in urls:
+        frontier.ack(url, "stored")
+    assert not frontier.active() and frontier.seen(urls[0])
+    frontier.begin("recrawl", 2)
+    assert not frontier.seen(urls[0])
+    assert frontier.requeue_stored(reversed(kept)) == 4
+    assert frontier.requeue_stored(kept[:1]) == 0  # queued already: stays once
+    assert frontier.pending() == 4 and frontier.seen(urls[0])
+    assert [frontier.lease().url for _ in urls] == urls  # type: ignore[union-attr]
 
 
 def test_a_crawl_keeps_its_state_across_a_redis_crash(redis_servers):

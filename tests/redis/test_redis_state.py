@@ -1,6 +1,7 @@
 """The shared state beside the frontier on Redis (SPEC 9), against a real ``redis-server``: live
 workers, the run log (crawl, join, resume, recrawl), and the document store (content and page
-claims across workers, one index line a document, outputs per repository folder).
+claims across workers, one index line a document, outputs per repository folder, records moved
+from folder to folder).
 
 Two objects on one prefix stand for two workers. A worker dies by missing its heartbeat: it is
 given a short ttl and the test polls, with a deadline, until the server's clock has passed it.
@@ -25,6 +26,7 @@ from tarantula.frontiers.redis_state import (
     Workers,
     folder_id_of,
     last_run,
+    read_folder_id,
 )
 
 PREFIX = "tarantula:{t}:"
@@ -317,6 +319,65 @@ def test_each_folder_rewrites_its_own_outputs_in_store_order(redis_client, tmp_p
     assert (roots[0] / "duplicates.tsv").read_text() == ""
 
 
+def test_a_folder_lists_its_documents_and_moves_them_to_another(redis_client):
+    a, b = store(redis_client, "a", "fa"), store(redis_client, "b", "fb")
+    docs = [doc(f"http://h.test/{i}") for i in range(6)]
+    for i, document in enumerate(docs):
+        (a if i % 2 == 0 else b).store(document)
+    b.add_duplicate("http://h.test/copy", docs[1].url)
+    assert list(a.documents(chunk=1)) == docs[0::2]  # with paths and MD5s, in store order
+    # Only b's own records move: a's record and an unknown URL are left as they are.
+    assert b.move_to("fa", [docs[1].url, docs[0].url, "http://h.test/unknown"]) == 1
+    assert b.move_to("fa", [docs[1].url]) == 0  # a second move finds nothing of b's
+    assert list(b.records()) == [docs[3].record, docs[5].record]
+    # The moved record keeps its place in store order among a's.
+    assert list(a.records()) == [d.record for d in (docs[0], docs[1], docs[2], docs[4])]
+    assert a.document(docs[1].url) == docs[1]  # the record itself is unchanged
+    assert b.move_to("fa", [d.url for d in b.documents()]) == 2
+    assert list(b.documents()) == [] and [d.url for d in a.documents()] == [d.url for d in docs]
+    assert b.move_duplicates_to("fa") == 1
+    assert (list(b.duplicates()), list(a.duplicates())) == (
+        [],
+        [("http://h.test/copy", docs[1].url)],
+    )
+    assert b.move_duplicates_to("fa") == 0
+    # A later store by a worker of b's folder that writes a new copy takes the record back.
+    b.store(dataclasses.replace(docs[2], md5="new"))
+    assert [d.url for d in b.documents()] == [docs[2].url]
+
+
+def test_moving_a_folder_a_batch_at_a_time_while_it_is_read(redis_client):
+    a = store(redis_client, "a", "fa")
+    docs = [doc(f"http://h.test/{i}") for i in range(25)]
+    for document in docs:
+        a.store(document)
+    for i in range(25):
+        a.add_duplicate(f"http://h.test/copy{i}", docs[i].url)
+    batch: list[str] = []
+    for document in a.documents(chunk=4):
+        batch.append(document.url)
+        if len(batch) == 3:
+            a.move_to("fb", batch)
+            batch = []
+    a.move_to("fb", batch)
+    assert a.move_duplicates_to("fb", chunk=4) == 25
+    b = RedisDocumentStore(redis_client, PREFIX, "fb")
+    b.generation = 1
+    assert list(b.records()) == [d.record for d in docs]
+    assert [url for url, _ in b.duplicates()] == [f"http://h.test/copy{i}" for i in range(25)]
+    assert redis_client.keys(PREFIX + "*idx:fa") == []
+
+
+def test_read_folder_id_never_makes_one(tmp_path):
+    assert read_folder_id(tmp_path) is None
+    assert not (tmp_path / ".tarantula").exists()
+    made = folder_id_of(tmp_path)
+    assert read_folder_id(tmp_path) == made
+    (tmp_path / ".tarantula" / "folder-id").write_text("\n")
+    with pytest.raises(ValueError, match="is empty"):
+        read_folder_id(tmp_path)
+
+
 def test_racing_processes_agree_on_a_folder_id(tmp_path):
     for round_ in range(10):
         root = tmp_path / str(round_)
@@ -367,15 +428,27 @@ def test_a_resume_after_every_worker_was_killed_puts_their_leases_back(redis_cli
     b.close()
 
 
-def test_a_recrawl_is_refused_before_anything_is_recorded(redis_client):
+def test_a_recrawl_queues_every_stored_document_again(redis_client):
     a = state(redis_client, "a", None)
     a.begin()
+    url = "http://h.test/doc"
+    a.frontier.push(url, "http://h.test/doc#top", 3)
+    entry = a.frontier.lease()
+    assert entry is not None
+    a.documents.store(StoredDocument(url, "h.test/doc.html", "0" * 32, None, None,
+                                     f"{'1' * 32}\t{url}\thttp://h.test/doc#top\t-\n"))  # fmt: skip
+    a.frontier.ack(url, "stored")
     a.end("finished")
     a.close()
     b = state(redis_client, "b", None)
-    with pytest.raises(NotImplementedError):
-        b.begin()
-    assert len(b.runs.history()) == 1 and b.workers.live() == []
+    run = b.begin()
+    assert (run.kind, run.generation, b.frontier.pending()) == ("recrawl", 2, 1)
+    again = b.frontier.lease()
+    assert again is not None
+    assert (again.url, again.original, again.depth, again.key) == (
+        url, "http://h.test/doc#top", 3, entry.key
+    )  # fmt: skip
+    b.close()
 
 
 def test_tick_keeps_a_worker_live(redis_client):

@@ -4,6 +4,7 @@ processes against the recording server, asserting from the server's own request 
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import subprocess
 import time
@@ -184,3 +185,54 @@ def test_the_crawl_completes_when_redis_restarts_mid_crawl(web, tmp_path, redis_
     finish(w1)
     indexed = assert_whole(web, tmp_path / "repo")
     assert sorted(indexed) == sorted(urls)
+
+
+def test_resume_after_every_worker_was_killed(web, tmp_path, redis_server):
+    urls = tree_site(web, delay=0.05)
+    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=2)
+    workers = start_worker(conf, "w1"), start_worker(conf, "w2")
+    wait_for(lambda: len(web.requests) >= 100, timeout=120)
+    for worker in workers:
+        worker.send_signal(signal.SIGKILL)
+        worker.communicate()
+    stored_before = set(assert_whole(web, tmp_path / "repo"))
+    assert 0 < len(stored_before) < PAGES
+    fetched_before = len(web.requests)
+    outputs = finish(start_worker(conf, "w3"), start_worker(conf, "w4"))
+    assert any("Resumed crawl finished (finished)" in out for out in outputs), outputs
+    assert sorted(assert_whole(web, tmp_path / "repo")) == sorted(urls)
+    again = {r.target for r in web.requests[fetched_before:]} & {
+        url.removeprefix(web.url("a.test", "")) for url in stored_before
+    }
+    # Documents indexed before the kills are not fetched again; the ones stored but whose lines
+    # the kill cut off may be (at most the 8 threads' in flight).
+    assert len(again) <= 8, again
+
+
+def test_a_shared_recrawl_sends_conditional_requests_and_applies_changes(tmp_path, redis_server):
+    root = tmp_path / "site"
+    links = "".join(f'<a href="/p{i}.html">p{i}</a>' for i in range(1, 9))
+    pages = {"index.html": links, **{f"p{i}.html": f"<title>P{i}</title>" for i in range(1, 9)}}
+    for name, html in pages.items():
+        (root / "a.test").mkdir(parents=True, exist_ok=True)
+        (root / "a.test" / name).write_text(html, encoding="utf-8")
+    with SiteServer(root=root) as web:
+        conf = shared_conf(tmp_path, web.url("a.test", "/"), redis_server, period=0)
+        finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+        first = link_lines(tmp_path / "repo" / "index.txt")
+        assert len(first) == 9
+        (root / "a.test" / "p2.html").write_text("<title>P2 changed</title>", encoding="utf-8")
+        later = time.time() + 5
+        os.utime(root / "a.test" / "p2.html", (later, later))
+        (root / "a.test" / "p3.html").unlink()
+        web.clear()
+        outputs = finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+        requests = {r.target: r for r in web.requests}
+    assert any("Recrawl finished (finished)" in out for out in outputs), outputs
+    for page in ("/", "/p1.html", "/p2.html", "/p3.html"):
+        assert requests[page].headers.get("If-Modified-Since"), page
+    records = list(parse_index((tmp_path / "repo" / "index.txt").read_text(encoding="utf-8")))
+    titles = {r.url.rsplit("/", 1)[1]: r.title for r in records}
+    assert len(records) == len(titles) == 8  # p3 is gone; each record once
+    assert titles["p2.html"] == "P2 changed" and "p3.html" not in titles
+    assert not (tmp_path / "repo" / f"a.test:{web.port}" / "p3.html").exists()
