@@ -619,6 +619,7 @@ class RedisFrontier:
         self.worker = worker or default_worker()
         self.dfs = traversal == "dfs"
         self.lease_timeout = lease_timeout
+        self.max_attempts = max_attempts
         self.poll = poll
         self.generation = 0
         self._offset: float | None = None  # server time - time.monotonic()

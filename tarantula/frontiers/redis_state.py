@@ -861,9 +861,17 @@ class RedisState:
         logger.info("Recrawl: %d stored documents queued again", queued)
 
     def end(self, reason: str, now: float | None = None) -> None:
-        """End this worker's part of the run (:meth:`RedisRunLog.end`), its files committed first."""
+        """End this worker's part of the run (:meth:`RedisRunLog.end`), its files committed first;
+        URLs given up after expired leases (dead letters) are logged."""
         self.db.commit()
         self.runs.end(reason, now)
+        dead = self.frontier.dead_letters()
+        if dead:
+            shown = ", ".join(entry.url for entry in dead[:10])
+            logger.warning(
+                "%d URLs were given up after %d expired leases each: %s%s",
+                len(dead), self.frontier.max_attempts, shown, " ..." if len(dead) > 10 else "",
+            )  # fmt: skip
 
     def commit(self) -> None:
         self.db.commit()

@@ -461,3 +461,19 @@ def test_tick_keeps_a_worker_live(redis_client):
         assert other.live() == ["a"]
         time.sleep(0.01)
     wait_dead(other, "a")  # no more ticks
+
+
+def test_the_end_of_a_run_logs_its_dead_letters(redis_client, caplog):
+    a = state(redis_client, "a", None, lease_timeout=0.3)
+    a.begin()
+    u = "http://h.test/never-acked"
+    a.frontier.push(u, u, 0)
+    deadline = time.monotonic() + 30
+    while not a.frontier.dead_letters():  # leased and left to expire three times
+        assert time.monotonic() < deadline, "no dead letter"
+        a.frontier.lease()
+        time.sleep(0.05)
+    with caplog.at_level("WARNING", logger="tarantula.frontiers.redis_state"):
+        a.end("finished")
+    assert f"1 URLs were given up after 3 expired leases each: {u}" in caplog.text
+    a.close()
