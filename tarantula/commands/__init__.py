@@ -1,5 +1,7 @@
 """Tarantula's Scrapy commands: ``crawl`` (Scrapy's, with the configuration checked first),
-``watch`` (service mode) and ``explain`` (what would happen to a URL)."""
+``watch`` (service mode), ``explain`` (what would happen to a URL), ``verify`` (is a repository
+whole) and ``merge`` (combine the folders of a crawl shared through Redis). Scrapy finds each
+module's ``Command`` through the ``COMMANDS_MODULE`` setting."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
+from tarantula.core.repository import Repository
+from tarantula.core.state import Run
 
 logger = logging.getLogger(__name__)
 
@@ -39,3 +43,13 @@ def load_or_report(command: ScrapyCommand, path: str | Path) -> CrawlConfig | No
     for warning in config.warnings:
         tell(command, warning, logging.WARNING)
     return config
+
+
+def last_run(config: CrawlConfig) -> Run | None:
+    """The latest run of ``config``'s crawl: from Redis for a shared crawl (SPEC 9), else from
+    the repository's state, read without changing anything."""
+    if config.redis:
+        from tarantula.frontiers.shared import shared_last_run
+
+        return shared_last_run(config)
+    return Repository(config.repository).last_run()

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.commands import load_or_report, tell
+from tarantula.commands import last_run, load_or_report, tell
 from tarantula.configure import log_settings
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
-from tarantula.core.repository import Repository, recrawl_pending
+from tarantula.core.repository import recrawl_pending
 from tarantula.extensions.summary import CrawlSummary
-from tarantula.frontiers.shared import RedisUnreachable, check_reachable, shared_last_run
+from tarantula.frontiers.shared import RedisUnreachable, check_reachable
 from tarantula.logformatter import demote_banner
 from tarantula.spiders.tarantula import TarantulaSpider
 
@@ -43,8 +43,7 @@ if TYPE_CHECKING:
 def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
     """A sentence saying when the next recrawl is due, when the last crawl is complete and it is
     not due yet; None when there is work to do (SPEC 8). A shared crawl's runs are in Redis."""
-    last = shared_last_run(config) if config.redis else Repository(config.repository).last_run()
-    waiting = recrawl_pending(last, config.period, now)
+    waiting = recrawl_pending(last_run(config), config.period, now)
     if waiting is None:
         return None
     last, due = waiting

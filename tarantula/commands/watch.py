@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.commands import load_or_report
-from tarantula.core.repository import TIME_LIMIT_REASON, Repository, next_run_at
+from tarantula.commands import last_run, load_or_report
+from tarantula.core.repository import TIME_LIMIT_REASON, next_run_at
 
 if TYPE_CHECKING:
     import argparse
@@ -46,7 +46,6 @@ class Command(ScrapyCommand):
         config = load_or_report(self, args[0])
         if config is None:
             return
-        repository = Repository(config.repository)
         command = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={args[0]}"]
         child: subprocess.Popen[bytes] | None = None
         stop = False
@@ -70,7 +69,7 @@ class Command(ScrapyCommand):
                 return
             if stop:
                 return
-            last = repository.last_run()
+            last = last_run(config)
             now = time.time()
             pause = next_run_at(last, config.period, now) - now
             due = datetime.fromtimestamp(now + pause).astimezone().isoformat(timespec="seconds")

@@ -236,3 +236,13 @@ def test_a_shared_recrawl_sends_conditional_requests_and_applies_changes(tmp_pat
     assert len(records) == len(titles) == 8  # p3 is gone; each record once
     assert titles["p2.html"] == "P2 changed" and "p3.html" not in titles
     assert not (tmp_path / "repo" / f"a.test:{web.port}" / "p3.html").exists()
+
+
+def test_a_run_before_the_period_fetches_nothing(web, tmp_path, redis_server):
+    urls = tree_site(web, pages=5)
+    conf = shared_conf(tmp_path, urls[0], redis_server, period=72)
+    finish(start_worker(conf, "w1"))
+    web.requests.clear()
+    (again,) = finish(start_worker(conf, "w1"))
+    assert "is complete" in again and "Nothing to do." in again
+    assert web.requests == []
