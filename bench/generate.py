@@ -24,6 +24,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,6 +270,17 @@ def _pdf(title: str, text: str) -> bytes:
     return bytes(out)
 
 
+def contents(
+    nodes: list[Node], rng: random.Random, words: _Words, hosts: list[str], port: int
+) -> Iterator[tuple[Node, bytes]]:
+    """Each node with its file's bytes, in node order (the order that fixes the random draws)."""
+    for node in nodes:
+        if node.kind == "pdf":
+            yield node, _pdf(node.title, f"{node.title}: {words.phrase(4, 8)}")
+        else:
+            yield node, _page_html(node, nodes, hosts, port, rng, words)
+
+
 # Disallow before Allow: first-match parsers (wget's) and longest-match ones (RFC 9309, Protego)
 # then agree; with "Allow: /" first, wget would fetch /private/ too.
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private/\nAllow: /\n"
@@ -290,16 +302,12 @@ def generate(
     for host in hosts:
         (out / host).mkdir()
         (out / host / "robots.txt").write_bytes(ROBOTS_TXT)
-    for node in nodes:
+    for node, data in contents(nodes, rng, words, hosts, port):
         relative = node.path[1:] + ("index.html" if node.path.endswith("/") else "")
         path = out / hosts[node.host] / relative
         if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
             made.add(path.parent)
-        if node.kind == "pdf":
-            data = _pdf(node.title, f"{node.title}: {words.phrase(4, 8)}")
-        else:
-            data = _page_html(node, nodes, hosts, port, rng, words)
         with open(path, "wb") as f:
             f.write(data)
         total += len(data)

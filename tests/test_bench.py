@@ -125,3 +125,32 @@ def test_tiny_benchmark_runs(tmp_path: Path, server: str) -> None:
     report = written.read_text(encoding="utf-8")
     assert "| tarantula | median of 1 |" in report
     assert f"- server: {server}" in report, report
+
+
+def bench(module: str, *args: str, results: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", module, *args, "--results-dir", str(results)],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_tarantula_with_warc_and_browsable_against_without(tmp_path: Path) -> None:
+    crawlers = "tarantula,tarantula-warc,tarantula-browse"
+    done = bench("bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx", "--crawlers",
+                 crawlers, results=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("tarantula-warc", "tarantula-browse"):
+        assert f"| {name} | median of 1 | 304 |" in done.stdout, done.stdout
+        assert f"- {name} / tarantula (medians): pages/s " in done.stdout, done.stdout
+
+
+def test_verify_benchmark_builds_a_whole_repository(tmp_path: Path) -> None:
+    done = bench("bench.verify", "--documents", "300", "--hosts", "2", "--runs", "1",
+                 results=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "browsable = no: 300 documents, 300 files: no problems" in done.stdout, done.stdout
+    assert "300 browse files" in done.stdout and "problem reported" not in done.stdout
+    assert len(list(tmp_path.glob("verify-*.md"))) == 1
