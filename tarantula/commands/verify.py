@@ -1,6 +1,9 @@
 """``scrapy verify CONF``: check that a crawl's repository is whole (SPEC 11).
 
-It reads the crawl state, without changing it, and checks that
+It reads the crawl state, without changing it: the repository's ``.tarantula/state.db``, or, for
+a crawl shared through Redis (``<distributed-options> redis``), the records in Redis that belong
+to the repository folder (its ``.tarantula/folder-id``: the documents whose copies its workers
+wrote, or that ``scrapy merge`` brought in). It checks that
 
 - every stored document has its file in the mirror, and the file's content MD5 is the one the
   state recorded when it was stored;
@@ -14,13 +17,14 @@ It reads the crawl state, without changing it, and checks that
 
 It prints one line per problem, ``<where>: <what>`` (a path of the repository, or ``index.txt:<line>``),
 a summary on stderr, and exits 0 when there is no problem, 1 otherwise (2 for a bad configuration
-file). Files are hashed by a pool of threads and the pages of ``browse/`` read by a pool of
-processes (``--jobs``, one per CPU by default).
+file, or a Redis that does not answer). Files are hashed by a pool of threads and the pages of
+``browse/`` read by a pool of processes (``--jobs``, one per CPU by default).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import multiprocessing
 import os
 import sqlite3
@@ -36,12 +40,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from tarantula.commands import load_or_report
+from tarantula.commands import load_or_report, tell
 from tarantula.core.browse import BROWSE_NAME, COPY, decode_page, kind_of, link_target, page_links
 from tarantula.core.browse import record_fields as _record_fields
 from tarantula.core.config import CrawlConfig
 from tarantula.core.document import codec_for_label
-from tarantula.core.repository import OWN_NAMES, Repository
+from tarantula.core.repository import OWN_NAMES, STATE_FOLDER, Repository
+from tarantula.frontiers.redis_state import FOLDER_ID_NAME, RedisDocumentStore, read_folder_id
+from tarantula.frontiers.shared import RedisUnreachable, connect, crawl_id, key_prefix
 
 if TYPE_CHECKING:
     import argparse
@@ -92,12 +98,11 @@ def verify(config: CrawlConfig, tally: Tally | None = None, jobs: int = 1) -> It
     tally = tally if tally is not None else Tally()
     started = time.monotonic()
     repository = Repository(config.repository)
-    root = repository.root
-    if not repository.state_path.is_file():
-        yield f"{root}: no crawl state ({repository.state_path} is missing)"
+    documents = read_state(config, repository)
+    if isinstance(documents, str):
+        yield documents
         tally.problems += 1
         return
-    documents = read_documents(repository.state_path)
     tally.documents = len(documents)
     for problem in _all_checks(config, repository, documents, tally, max(1, jobs)):
         tally.problems += 1
@@ -121,6 +126,25 @@ def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str
         yield from check_warc(repository.root / "warc", tally)
 
 
+def read_state(config: CrawlConfig, repository: Repository) -> dict[str, Stored] | str:
+    """The stored documents of ``repository`` by URL (from its crawl state, or from Redis for a
+    shared crawl), or the one problem that leaves nothing to check: no state, no folder id.
+    :class:`~tarantula.frontiers.shared.RedisUnreachable` when Redis does not answer."""
+    root = repository.root
+    if config.redis:
+        try:
+            documents = read_shared_documents(config, root)
+        except ValueError as exc:  # an empty folder-id file
+            return f"{root}: {exc}"
+        if documents is None:
+            folder_id = root / STATE_FOLDER / FOLDER_ID_NAME
+            return f"{root}: not a repository folder of the shared crawl ({folder_id} is missing)"
+        return documents
+    if not repository.state_path.is_file():
+        return f"{root}: no crawl state ({repository.state_path} is missing)"
+    return read_documents(repository.state_path)
+
+
 def read_documents(state_path: Path) -> dict[str, Stored]:
     """The stored documents of the crawl state at ``state_path``, by URL, read without writing."""
     db = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True)
@@ -129,13 +153,38 @@ def read_documents(state_path: Path) -> dict[str, Stored]:
             "SELECT url, path, md5, substr(record, 1, instr(record || char(10), char(10)) - 1)"
             " FROM documents ORDER BY path"
         )
-        documents = {}
-        for url, path, md5, first_line in rows:
-            encoding, doc_type = _record_fields(first_line)
-            documents[url] = Stored(url, path, md5, kind_of(doc_type), codec_for_label(encoding))
-        return documents
+        return {url: _stored(url, path, md5, first_line) for url, path, md5, first_line in rows}
     finally:
         db.close()
+
+
+def read_shared_documents(config: CrawlConfig, root: Path) -> dict[str, Stored] | None:
+    """The stored documents of repository folder ``root`` in ``config``'s crawl shared through
+    Redis (the records of its folder id), by URL, read without writing; None when the folder has
+    no folder id. :class:`~tarantula.frontiers.shared.RedisUnreachable` when Redis does not
+    answer, ``ValueError`` when the folder id file is empty."""
+    from redis import RedisError
+
+    client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
+    try:
+        folder_id = read_folder_id(root)
+        if folder_id is None:
+            return None
+        store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
+        try:
+            found = sorted(store.documents(), key=lambda doc: doc.path)  # as read_documents orders
+        finally:
+            store.db.close()
+    except RedisError as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
+    finally:
+        client.close()
+    return {d.url: _stored(d.url, d.path, d.md5, d.record.split("\n", 1)[0]) for d in found}
+
+
+def _stored(url: str, path: str, md5: str, first_line: str) -> Stored:
+    encoding, doc_type = _record_fields(first_line)
+    return Stored(url, path, md5, kind_of(doc_type), codec_for_label(encoding))
 
 
 def list_files(folder: Path, skip: Iterable[str] = ()) -> set[str]:
@@ -385,8 +434,13 @@ class Command(ScrapyCommand):
         if config is None:
             return
         tally = Tally()
-        for problem in verify(config, tally, opts.jobs):
-            print(problem, flush=False)
+        try:
+            for problem in verify(config, tally, opts.jobs):
+                print(problem, flush=False)
+        except RedisUnreachable as exc:  # raised before any problem: the records come first
+            tell(self, f"{config.path}: error: {exc}", logging.ERROR)
+            self.exitcode = 2
+            return
         sys.stdout.flush()
         print(tally.summary(config.repository), file=sys.stderr)
         self.exitcode = 1 if tally.problems else 0
