@@ -37,6 +37,13 @@ has:
 >>> show("http://ex.com/a//../\\x01/x")
 'ex.com/a/%%/%%%2E%2E/%%%01/x'
 
+So is a host folder that would take one of the repository's own top-level names
+(:data:`REPOSITORY_NAMES`: the index, the state folder, ``browse/``, ...), which a host without a
+port can be named:
+
+>>> show("http://browse/"), show("http://index.txt/a.pdf", "pdf"), show("http://browse:8080/")
+('%%browse/index.html', '%%index%2Etxt/a.pdf', 'browse:8080/index.html')
+
 Names longer than 200 bytes keep a prefix and their extension around ``~`` and a hash:
 
 >>> name = show("http://ex.com/" + "n" * 300 + ".pdf").split("/")[1]
@@ -70,6 +77,13 @@ import secrets
 from pathlib import Path, PurePosixPath
 
 MAX_NAME_BYTES = 200
+
+#: The repository's own top-level names (:data:`tarantula.core.repository.OWN_NAMES`, which imports
+#: this module, so the names are repeated here and a test keeps the two in step). A host folder of
+#: one of these names is escaped, so no host's copies mix with the index, the state or an output.
+REPOSITORY_NAMES = frozenset(
+    {"index.txt", "duplicates.tsv", ".tarantula", "report.html", "browse", "warc"}
+)
 
 #: The extension given to an extensionless name whose document type is unknown, or whose type
 #: name is not a plain extension (``vnd.ms-excel``).
@@ -123,7 +137,7 @@ def mirror_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     if type_ext and not _is_real_extension(ext, doc_type):
         ext = "." + type_ext
         name += ext  # after the query, as wget --adjust-extension does
-    parts = [_shorten(_safe(authority)), *(_shorten(_safe(f)) for f in folders)]
+    parts = [_shorten(_host_folder(authority)), *(_shorten(_safe(f)) for f in folders)]
     return PurePosixPath(*parts, _shorten(name, ext))
 
 
@@ -171,6 +185,18 @@ def _safe(name: str) -> str:
     ):
         return name
     return "%%" + _escape_all(name)
+
+
+def _host_folder(authority: str) -> str:
+    """The folder of a host (``host[:port]``): :func:`_safe`, and escaped like an unsafe name when
+    it is one of :data:`REPOSITORY_NAMES` (in any case, for case-insensitive file systems).
+
+    >>> _host_folder("ex.com:8080"), _host_folder("warc"), _host_folder("Report.HTML")
+    ('ex.com:8080', '%%warc', '%%Report%2EHTML')
+    """
+    if authority.lower() in REPOSITORY_NAMES:
+        return "%%" + _escape_all(authority)
+    return _safe(authority)
 
 
 def _escape_all(text: str) -> str:

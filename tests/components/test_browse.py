@@ -215,3 +215,25 @@ def test_a_kill_before_an_update_leaves_it_to_the_next_run(crawls: Crawls):
     second = begin(crawls(config))
     second.commit()
     assert '<a href="b.html">' in second.page("a.test/index.html")
+
+
+def test_a_host_named_like_an_output_folder_is_mirrored_apart_and_verifies(crawls: Crawls):
+    from tarantula.commands.verify import verify
+
+    config = browsable(crawls)
+    run = begin(crawls(config))
+    home, other = "http://browse/", "http://index.txt/a.html"
+    run.store(home, b'<a href="/x.html">x</a> <a href="http://index.txt/a.html">a</a>')
+    run.store("http://browse/x.html", b'<a href="/">home</a>')
+    run.store(other, b'<a href="http://browse/x.html">x</a>')
+    run.end()
+
+    assert (run.root / "%%browse/index.html").is_file()
+    assert (run.root / "%%index%2Etxt/a.html").is_file()
+    # as a browser opening the file reads them: '%' is written %25
+    assert run.page("%%browse/index.html") == (
+        '<a href="x.html">x</a> <a href="../%25%25index%252Etxt/a.html">a</a>'
+    )
+    assert run.page("%%index%2Etxt/a.html") == '<a href="../%25%25browse/x.html">x</a>'
+    assert sorted(p.name for p in (run.root / "browse").iterdir()) == ["%%browse", "%%index%2Etxt"]
+    assert list(verify(config)) == []

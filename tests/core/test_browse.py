@@ -364,7 +364,7 @@ _url = st.builds(
     lambda host, port, parts, query: (
         f"http://{host}{port}/" + "/".join(parts) + (f"?{query}" if query is not None else "")
     ),
-    st.sampled_from(["ex.com", "other.org", "a.test"]),
+    st.sampled_from(["ex.com", "other.org", "a.test", "browse"]),  # browse: an escaped folder
     st.sampled_from(["", ":8080"]),
     st.lists(_segment, max_size=4),
     st.one_of(st.none(), _segment),

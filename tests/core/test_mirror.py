@@ -21,6 +21,7 @@ from tarantula.core.mirror import (
     sweep_temporary,
     write_atomic,
 )
+from tarantula.core.repository import OWN_NAMES
 from tarantula.core.urls import UrlRejected, normalize_url
 
 
@@ -32,6 +33,16 @@ from tarantula.core.urls import UrlRejected, normalize_url
         ("http://ex.com:8080/a.html", "html", "ex.com:8080/a.html"),
         ("https://[::1]:8443/a.html", "html", "[::1]:8443/a.html"),
         ("http://[2001:db8::1]/", None, "[2001:db8::1]/index.html"),
+        # a host named like one of the repository's own files or folders is escaped
+        ("http://browse/", "html", "%%browse/index.html"),
+        ("http://warc/a/b.pdf", "pdf", "%%warc/a/b.pdf"),
+        ("http://index.txt/about", "html", "%%index%2Etxt/about.html"),
+        ("http://report.html/", None, "%%report%2Ehtml/index.html"),
+        ("http://duplicates.tsv/x?y=1", None, "%%duplicates%2Etsv/x?y=1"),
+        ("http://.tarantula/state.db", None, "%%%2Etarantula/state.db"),
+        ("http://BROWSE/", None, "%%BROWSE/index.html"),  # not a normalized URL: defensive
+        ("http://browse:8080/", "html", "browse:8080/index.html"),  # with a port: no clash
+        ("http://browse.ex.com/", "html", "browse.ex.com/index.html"),
         # path segments kept percent-encoded; %2F never makes a folder
         ("http://ex.com/a/b/c.pdf", "pdf", "ex.com/a/b/c.pdf"),
         ("http://ex.com/a%2Fb/c%20d.html", "html", "ex.com/a%2Fb/c%20d.html"),
@@ -92,6 +103,16 @@ from tarantula.core.urls import UrlRejected, normalize_url
 def test_mirror_relpath(url, type_ext, expected):
     assert mirror_relpath(url, type_ext) == PurePosixPath(expected)
     assert mirror_relpath(url, type_ext).as_posix() == expected  # nothing folded by PurePosixPath
+
+
+def test_no_host_folder_takes_a_name_of_the_repository_itself():
+    assert mirror.REPOSITORY_NAMES == OWN_NAMES  # kept in step with the repository's layout
+    for name in OWN_NAMES:
+        for url in (f"http://{name}/", f"http://{name}/{name}", f"https://{name.upper()}/a"):
+            folder = mirror_relpath(url, "html").parts[0]
+            assert folder.lower() not in OWN_NAMES and folder.startswith("%%"), (url, folder)
+    urls = [f"http://{name}/" for name in OWN_NAMES] + ["http://%%browse/", "http://browse:80/"]
+    assert len({mirror_relpath(url, "html") for url in urls}) == len(urls)  # still one-to-one
 
 
 def test_long_names_are_shortened_with_hash_and_extension():
@@ -234,7 +255,9 @@ _PIECES = st.sampled_from(
     ]
 )
 _TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=3)), max_size=10).map("".join)
-_HOSTS = st.sampled_from(["ex.com", "EX.com:8080", "[::1]:81", "bücher.de", "h:80", "..", "a.b."])
+_HOSTS = st.sampled_from(
+    ["ex.com", "EX.com:8080", "[::1]:81", "bücher.de", "h:80", "..", "a.b.", "browse", "Index.txt"]
+)
 _TYPE_EXTS = st.sampled_from([None, "html", "pdf"])
 
 
@@ -267,6 +290,7 @@ def test_every_mirror_path_stays_inside_the_repository(repository, url, type_ext
         assert relpath == mirror_relpath(candidate, type_ext)  # deterministic
         assert not relpath.is_absolute() and ".." not in relpath.parts and "." not in relpath.parts
         assert all(0 < len(part.encode()) <= 200 and "\0" not in part for part in relpath.parts)
+        assert relpath.parts[0].lower() not in OWN_NAMES  # never the index, state or an output
         assert relpath.as_posix() == str(PurePosixPath(*relpath.parts))
         assert store_path(repository, relpath).is_relative_to(Path(repository).resolve())
 
