@@ -13,11 +13,21 @@ from pathlib import Path
 
 import pytest
 
+from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
-from tarantula.demo.server import Resource, SiteServer
+from tarantula.demo.server import RequestRecord, Resource, SiteServer
+from tarantula.frontiers.redis_state import Workers
+from tarantula.frontiers.shared import crawl_id, key_prefix
 
 from ..conftest import max_in_flight, run_crawl, write_conf
-from ..integration.test_recovery import PAGES, assert_whole, start_scrapy, tree_site, wait_for
+from ..integration.test_recovery import (
+    PAGES,
+    assert_whole,
+    start_scrapy,
+    tree_body,
+    tree_site,
+    wait_for,
+)
 from .conftest import RedisServer, free_port
 
 pytestmark = pytest.mark.e2e
@@ -55,6 +65,20 @@ def shared_conf(folder: Path, seed: str, redis: RedisServer, **keys: object) -> 
     return write_conf(folder, [seed], redis=redis.url, **keys)
 
 
+def wait_for_workers(web: SiteServer, conf: Path, redis: RedisServer, target: str,
+                     body: bytes, names: tuple[str, ...] = ("w1", "w2")) -> None:  # fmt: skip
+    """Answer ``target`` on a.test only once every worker in ``names`` is live, so that each takes
+    a part of the crawl however slowly one of them starts on a loaded machine."""
+    client = redis.client()
+    workers = Workers(client, key_prefix(crawl_id(load_config(conf))), "")
+
+    def answer(record: RequestRecord) -> Resource:
+        wait_for(lambda: set(names) <= set(workers.live()), timeout=120)
+        return Resource(body, headers={"Content-Type": "text/html"})
+
+    web.add("a.test", target, answer)
+
+
 def link_lines(index: Path) -> dict[str, tuple[tuple[str, str], ...]]:
     return {r.url: r.links for r in parse_index(index.read_text(encoding="utf-8"))}
 
@@ -68,6 +92,7 @@ def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_ser
     web.requests.clear()
 
     conf = shared_conf(tmp_path / "two", urls[0], redis_server)
+    wait_for_workers(web, conf, redis_server, "/p0.html", tree_body(0))
     finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
     repository = tmp_path / "two" / "repo"
     assert link_lines(repository / "index.txt") == link_lines(
@@ -85,6 +110,7 @@ def test_politeness_holds_across_workers(web, tmp_path, redis_server):
     urls = tree_site(web, pages=24, delay=0.05)
     delay = 0.3
     conf = shared_conf(tmp_path, urls[0], redis_server, delay=delay, host_concurrency=1)
+    wait_for_workers(web, conf, redis_server, "/p0.html", tree_body(0, 24))
     finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
     records = [r for r in web.requests if r.host.startswith("a.test")]
     assert len(page_fetches(web)) == 24
@@ -100,6 +126,7 @@ def test_politeness_holds_across_workers(web, tmp_path, redis_server):
 def test_kill_9_of_a_worker_loses_nothing(web, tmp_path, redis_server):
     urls = tree_site(web, delay=0.05)
     conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=3)
+    wait_for_workers(web, conf, redis_server, "/p0.html", tree_body(0))
     w1, w2 = start_worker(conf, "w1"), start_worker(conf, "w2")
     wait_for(lambda: len(web.requests) >= 80, timeout=120)
     w1.send_signal(signal.SIGKILL)
@@ -145,9 +172,10 @@ def test_content_duplicates_are_found_across_workers(web, tmp_path, redis_server
 
 
 def test_a_late_worker_joins_and_ctrl_c_hands_leases_back(web, tmp_path, redis_server):
-    urls = tree_site(web, delay=0.05)
+    urls = tree_site(web, delay=0.2)  # slow enough that w1 is still at work when w2 has started
     # A lease timeout longer than the test: URLs come back only because they are handed back.
-    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=600)
+    # A slot of the host for each thread of both workers: w1's threads cannot hold them all.
+    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=600, host_concurrency=8)
     w1 = start_worker(conf, "w1")
     wait_for(lambda: len(web.requests) >= 40, timeout=120)
     w2 = start_worker(conf, "w2")  # joins the running crawl
@@ -190,6 +218,7 @@ def test_the_crawl_completes_when_redis_restarts_mid_crawl(web, tmp_path, redis_
 def test_resume_after_every_worker_was_killed(web, tmp_path, redis_server):
     urls = tree_site(web, delay=0.05)
     conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=2)
+    wait_for_workers(web, conf, redis_server, "/p0.html", tree_body(0))
     workers = start_worker(conf, "w1"), start_worker(conf, "w2")
     wait_for(lambda: len(web.requests) >= 100, timeout=120)
     for worker in workers:
@@ -218,6 +247,9 @@ def test_a_shared_recrawl_sends_conditional_requests_and_applies_changes(tmp_pat
         (root / "a.test" / name).write_text(html, encoding="utf-8")
     with SiteServer(root=root) as web:
         conf = shared_conf(tmp_path, web.url("a.test", "/"), redis_server, period=0)
+        # Both workers take part in each run: with period 0 a worker starting after the others
+        # finished would begin another recrawl of its own.
+        wait_for_workers(web, conf, redis_server, "/", links.encode())
         finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
         first = link_lines(tmp_path / "repo" / "index.txt")
         assert len(first) == 9
