@@ -48,6 +48,7 @@ from typing import Any
 
 from bench.generate import DOMAIN, PRESETS, generate
 from bench.servers import LatencyServer, Nginx, free_port, nginx_binary, nginx_version
+from bench.shared import run_shared
 
 PROJECT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
@@ -62,7 +63,9 @@ TARANTULA_OUTPUTS: dict[str, tuple[str, ...]] = {
     "tarantula-warc": ("warc",),
     "tarantula-browse": ("browsable",),
 }
-CRAWLERS = (*TARANTULA_OUTPUTS, "scrapy", "wget")
+#: Tarantula sharing the crawl through a fresh Redis (bench/shared.py): the number of workers.
+SHARED_WORKERS = {"tarantula-redis1": 1, "tarantula-redis2": 2}
+CRAWLERS = (*TARANTULA_OUTPUTS, *SHARED_WORKERS, "scrapy", "wget")
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"}
 
 
@@ -180,6 +183,7 @@ class Result:
     other_cpu: float = 0.0
     notes: list[str] = field(default_factory=list)
     vs_scrapy: float | None = None
+    redis_cpu: float = 0.0  # CPU seconds of the Redis server (shared crawls)
 
     @classmethod
     def of(
@@ -347,7 +351,7 @@ def _log_lines(text: str, levels: tuple[str, ...], limit: int = 5) -> list[str]:
 
 
 def write_tarantula_conf(
-    folder: Path, web: Web, seeds: list[str], outputs: tuple[str, ...] = ()
+    folder: Path, web: Web, seeds: list[str], outputs: tuple[str, ...] = (), redis: str = ""
 ) -> Path:
     seed_list = ", ".join(f'"{s}"' for s in seeds)
     text = (
@@ -369,6 +373,8 @@ def write_tarantula_conf(
     )
     if outputs:
         text += "<output-options>\n" + "".join(f"{key} = yes;\n" for key in outputs)
+    if redis:
+        text += f'<distributed-options>\nredis = "{redis}";\n'
     path = folder / "crawl.conf"
     path.write_text(text, encoding="utf-8")
     return path
@@ -574,6 +580,7 @@ def default_timeout(web: Web, delay: float) -> float:
 Runner = Callable[[Path, Context, int], Result]
 RUNNERS: dict[str, Runner] = {
     **{name: functools.partial(run_tarantula, crawler=name) for name in TARANTULA_OUTPUTS},
+    **{name: functools.partial(run_shared, workers=n) for name, n in SHARED_WORKERS.items()},
     "scrapy": run_scrapy,
     "wget": run_wget,
 }
@@ -691,6 +698,11 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
             for name, keys in TARANTULA_OUTPUTS.items()
             if keys and name in crawlers
         )
+        + "".join(
+            f"; {name}: {n} worker(s) of the same sharing the crawl through a fresh redis-server"
+            for name, n in SHARED_WORKERS.items()
+            if name in crawlers
+        )
         + f"; bare Scrapy: CrawlSpider, CONCURRENT_REQUESTS "
         f"and CONCURRENT_REQUESTS_PER_DOMAIN {CONCURRENCY}, robots.txt obeyed"
         + (
@@ -705,6 +717,7 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
     if preset == "latency":
         extra += latency_lines(results, web, delay)
     extra += output_lines(results)
+    extra += shared_lines(results)
     text = report(f"Crawl benchmark: {preset}", header, results, args.runs, extra)
     path = write_report(text, preset, args.results_dir)
     return text + f"\n(written to {path})\n"
@@ -748,6 +761,34 @@ def output_lines(results: list[Result]) -> list[str]:
             f"- {m.result.crawler} / tarantula (medians): pages/s {m.pages_per_s:.1f} / "
             f"{base.pages_per_s:.1f} = {m.pages_per_s / base.pages_per_s:.2f}, CPU s / 1k pages "
             f"{m.cpu_per_1k:.2f} / {base.cpu_per_1k:.2f} = {m.cpu_per_1k / base.cpu_per_1k:.2f}"
+        )
+    return lines
+
+
+def shared_lines(results: list[Result]) -> list[str]:
+    """A crawl shared through Redis against one process (medians): throughput with one and two
+    workers, and CPU per page (the workers', then with Redis's own)."""
+    by = {m.result.crawler: m for m in medians(results)}
+    base = by.get("tarantula")
+    shared = [by[name] for name in SHARED_WORKERS if name in by]
+    if base is None or not shared or not base.pages_per_s:
+        return []
+    lines = ["## Shared through Redis", ""]
+    for m in shared:
+        redis_cpu = statistics.median(r.redis_cpu for r in results if r.crawler == m.result.crawler)
+        with_redis = m.cpu_per_1k + 1000 * redis_cpu / m.result.pages if m.result.pages else 0.0
+        lines.append(
+            f"- {m.result.crawler} / tarantula (medians): pages/s {m.pages_per_s:.1f} / "
+            f"{base.pages_per_s:.1f} = {m.pages_per_s / base.pages_per_s:.2f}; CPU s / 1k pages "
+            f"{m.cpu_per_1k:.2f} / {base.cpu_per_1k:.2f} = {m.cpu_per_1k / base.cpu_per_1k:.2f} "
+            f"(with Redis's {1000 * redis_cpu / max(1, m.result.pages):.2f}: "
+            f"{with_redis / base.cpu_per_1k:.2f})"
+        )
+    one, two = by.get("tarantula-redis1"), by.get("tarantula-redis2")
+    if one is not None and two is not None and one.pages_per_s:
+        lines.append(
+            f"- two workers / one worker: pages/s {two.pages_per_s:.1f} / {one.pages_per_s:.1f} = "
+            f"{two.pages_per_s / one.pages_per_s:.2f}"
         )
     return lines
 

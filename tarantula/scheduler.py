@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Seconds a "yes" from Frontier.active stands (see FrontierScheduler.has_pending_requests).
+ACTIVE_FOR = 0.25
+
 #: Request meta that must survive a restart (loop and retry limits, what a request is for).
 DURABLE_META = ("redirect_times", "redirect_ttl", "redirect_urls", "retry_times", meta.SITEMAP)
 
@@ -67,6 +70,7 @@ class FrontierScheduler(BaseScheduler):
         # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from
         # an entry: they are handed out as they came, and do not survive a restart.
         self._foreign: dict[str, Request] = {}
+        self._active_until = 0.0  # see has_pending_requests
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
@@ -92,8 +96,16 @@ class FrontierScheduler(BaseScheduler):
 
     def has_pending_requests(self) -> bool:
         # A shared frontier is active while another worker holds a lease: its links may queue
-        # URLs yet, so this worker must not close as idle (SPEC 9).
-        return self.frontier.active()
+        # URLs yet, so this worker must not close as idle (SPEC 9). Scrapy's engine asks many
+        # times a second, and asking Redis is a round trip: a "yes" stands for ACTIVE_FOR
+        # seconds (a "no", which ends the crawl, is always the frontier's own).
+        now = time.monotonic()
+        if now < self._active_until:
+            return True
+        active = self.frontier.active()
+        if active:
+            self._active_until = now + ACTIVE_FOR
+        return active
 
     def __len__(self) -> int:
         return self.frontier.pending()

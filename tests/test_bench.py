@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -154,3 +155,19 @@ def test_verify_benchmark_builds_a_whole_repository(tmp_path: Path) -> None:
     assert "browsable = no: 300 documents, 300 files: no problems" in done.stdout, done.stdout
     assert "300 browse files" in done.stdout and "problem reported" not in done.stdout
     assert len(list(tmp_path.glob("verify-*.md"))) == 1
+
+
+def test_tarantula_shared_through_redis_against_one_process(tmp_path: Path) -> None:
+    if not Path("/usr/bin/redis-server").exists():
+        reason = "redis-server is not installed (Debian package redis-server; .ci/run installs it)"
+        if os.environ.get("TARANTULA_REQUIRE_REDIS"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    crawlers = "tarantula,tarantula-redis1,tarantula-redis2"
+    done = bench("bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx", "--crawlers",
+                 crawlers, results=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in ("tarantula-redis1", "tarantula-redis2"):
+        assert f"| {name} | median of 1 | 304 |" in done.stdout, done.stdout  # all, each once
+        assert f"- {name} / tarantula (medians): pages/s " in done.stdout, done.stdout
+    assert "- two workers / one worker: pages/s " in done.stdout, done.stdout

@@ -94,7 +94,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from tarantula.core.frontier import Entry, Gate, dfs_key, host_of
+from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -624,6 +624,9 @@ class RedisFrontier:
         self.generation = 0
         self._offset: float | None = None  # server time - time.monotonic()
         self._dropped = 0
+        # URLs known to be seen for good (a "yes" from Redis never turns back to "no" within a
+        # generation): most of a page's links are, and they cost no round trip after the first.
+        self._known = HashSet()
         self._scripts = {
             name: client.register_script(_LIBRARY + body) for name, body in _SCRIPTS.items()
         }
@@ -710,6 +713,7 @@ class RedisFrontier:
         if kind == "resume":
             self._run("return_leases", "")
         elif kind == "recrawl":
+            self._known = HashSet()
             names = [f"{self.prefix}s:{b}" for b in range(self.buckets)] + [self.prefix + "dropped"]
             for i in range(0, len(names), 1000):
                 self.client.delete(*names[i : i + 1000])
@@ -743,13 +747,19 @@ class RedisFrontier:
         """True when a new discovery of ``url`` cannot change anything: seen, and under dfs no
         longer queued (a queued URL may still move up)."""
         h8, signed, bucket = self._id(url)
+        if signed in self._known:
+            return True
         if not self.dfs:
-            return bool(self.client.sismember(f"{self.prefix}s:{bucket}", str(signed)))
-        pipe = self.client.pipeline(transaction=False)
-        pipe.sismember(f"{self.prefix}s:{bucket}", str(signed))
-        pipe.hget(self.prefix + "u", h8)
-        known, raw = pipe.execute()
-        return bool(known) and (raw is None or raw[0] != 0)
+            seen = bool(self.client.sismember(f"{self.prefix}s:{bucket}", str(signed)))
+        else:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.sismember(f"{self.prefix}s:{bucket}", str(signed))
+            pipe.hget(self.prefix + "u", h8)
+            known, raw = pipe.execute()
+            seen = bool(known) and (raw is None or raw[0] != 0)
+        if seen:
+            self._known.add(signed)
+        return seen
 
     def seen_many(self, urls: Iterable[str]) -> list[bool]:
         """:meth:`seen` for many URLs (a page's links) in one round trip."""
@@ -771,7 +781,10 @@ class RedisFrontier:
              extra: str | None = None) -> bool:  # fmt: skip
         """Queue ``url`` (bfs keys are made in Redis, in global discovery order; dfs passes the
         path key); False when seen, unless a dfs rediscovery moved it up."""
-        return bool(self._run("push", *self._push_args(url, original, depth, key, extra, "push")))
+        pushed = bool(self._run("push", *self._push_args(url, original, depth, key, extra, "push")))
+        if not self.dfs:  # queued now, or seen before: seen for good either way
+            self._known.add(url_id(url)[1])
+        return pushed
 
     def push_many(
         self, items: Iterable[tuple[str, str, int, bytes | None, str | None]]

@@ -1,0 +1,121 @@
+"""Tarantula's crawl shared through Redis, in the benchmark: one or several workers against the
+same web as the single-process crawl (``--crawlers tarantula,tarantula-redis1,tarantula-redis2``).
+
+Each run starts its own Debian ``redis-server`` on 127.0.0.1 (no persistence, a fresh crawl), then
+the workers, all at once, through one ``sh`` that waits for them: :func:`bench.run.measure` times
+that ``sh``, so wall time runs from the first worker's start to the last one's end, and the CPU
+and peak RSS are those of the workers together (the kernel adds waited-for children to their
+parent's usage). Redis's own CPU is reported beside the server's: it is the shared crawl's cost on
+the Redis machine, not a worker's.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.servers import LOOPBACK, free_port, process_tree_cpu
+
+if TYPE_CHECKING:
+    from bench.run import Context, Result
+
+REDIS_SERVER = Path("/usr/bin/redis-server")
+
+
+@dataclass
+class RedisServer:
+    """A ``redis-server`` on 127.0.0.1 for one run, keeping nothing on disk."""
+
+    folder: Path
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> RedisServer:
+        import redis
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [
+                str(REDIS_SERVER),
+                "--port",
+                str(self.port),
+                "--bind",
+                LOOPBACK,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.folder),
+                "--logfile",
+                str(self.folder / "redis.log"),
+            ],
+            stdin=subprocess.DEVNULL,
+        )
+        client = redis.Redis(host=LOOPBACK, port=self.port, socket_timeout=1)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not start: see {self.folder}") from None
+                time.sleep(0.01)  # still starting
+        client.close()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    @property
+    def url(self) -> str:
+        return f"redis://{LOOPBACK}:{self.port}/0"
+
+    def cpu_seconds(self) -> float:
+        return process_tree_cpu(self.process.pid) if self.process is not None else 0.0
+
+
+def workers_command(conf: Path, workers: int) -> list[str]:
+    """One ``sh`` that starts ``workers`` crawl processes at once and exits with the worst status."""
+    starts = []
+    for n in range(1, workers + 1):
+        crawl = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}",
+                 "-a", f"worker=w{n}", "-s", f"LOG_FILE={conf.parent / f'w{n}.log'}"]  # fmt: skip
+        starts.append(f"{shlex.join(crawl)} & p{n}=$!")
+    waits = [f"wait $p{n} || s=$?" for n in range(1, workers + 1)]
+    return ["sh", "-c", "s=0; " + "; ".join(starts + waits) + "; exit $s"]
+
+
+def run_shared(folder: Path, ctx: Context, run: int, workers: int) -> Result:
+    """A crawl of the web by ``workers`` workers sharing it through a fresh Redis."""
+    from bench.run import PROJECT, Result, completeness, index_urls, measure, write_tarantula_conf
+
+    crawler = f"tarantula-redis{workers}"
+    folder.mkdir(parents=True)
+    with RedisServer(folder / "redis") as redis:
+        conf = write_tarantula_conf(folder, ctx.web, ctx.tarantula_seeds, redis=redis.url)
+        before = redis.cpu_seconds()
+        m = measure(workers_command(conf, workers), PROJECT, folder / "output.txt", ctx.timeout,
+                    ctx.server_cpu)  # fmt: skip
+        redis_cpu = redis.cpu_seconds() - before
+    urls = index_urls(folder / "repository" / "index.txt")
+    fraction, missing = completeness(set(urls), ctx.web)
+    notes = [f"{crawler}, run {run}: Redis used {redis_cpu:.1f} CPU s"]
+    if missing:
+        notes.append(f"{crawler}: {len(missing)} manifest URLs not indexed: {missing[:3]}")
+    if len(urls) != len(set(urls)):
+        notes.append(f"{crawler}: {len(urls) - len(set(urls))} records twice in index.txt")
+    if m.status != 0:
+        notes.append(f"{crawler}: exit status {m.status}")
+    result = Result.of(crawler, run, len(set(urls)), m, fraction, notes)
+    result.redis_cpu = redis_cpu
+    return result
