@@ -719,11 +719,13 @@ class RedisFrontier:
                 self.client.delete(*names[i : i + 1000])
 
     def requeue_stored(self, items: Iterable[tuple[str, str, int, bytes | None]]) -> int:
-        """Queue stored documents again for a recrawl: (URL, original URL, depth, order key or
-        None), in their old order where the key is known. A URL already queued (by an earlier
-        start of the same recrawl) stays as it is. Returns how many were queued."""
+        """Queue stored documents again for a recrawl: (URL, original URL, depth, the host-queue
+        member it had or None), in their old order where the member is known. A URL already
+        queued (by an earlier start of the same recrawl) stays as it is. Returns how many were
+        queued."""
         queued, batch = 0, []
-        for url, original, depth, key in items:
+        for url, original, depth, member in items:
+            key = None if member is None else order_key(member, self.dfs)
             if key is None and self.dfs:
                 key = dfs_key((0,))
             batch.append(self._push_args(url, original, depth, key, None, "recrawl"))

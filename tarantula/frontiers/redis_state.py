@@ -89,7 +89,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -97,12 +97,11 @@ from tarantula.core.database import StateDB, write_lines
 from tarantula.core.documents import OutputFiles, StoredDocument
 from tarantula.core.repository import STATE_FOLDER
 from tarantula.core.state import COMPLETE, Run
-from tarantula.frontiers.redis import RedisFrontier
+from tarantula.frontiers.redis import RedisFrontier, url_id
 
 if TYPE_CHECKING:
     from redis import Redis
 
-    from tarantula.core.frontier import Entry
 
 logger = logging.getLogger(__name__)
 
@@ -474,6 +473,19 @@ local url, generation, folder = ARGV[2], tonumber(ARGV[4]), ARGV[5]
 local doc = cjson.decode(ARGV[3])
 local raw = redis.call('HGET', K.docs, url)
 local created, seq = 1, nil
+-- Where a recrawl queues the URL again: its depth and queue member, from the frontier's record
+-- of the lease (state, attempts, charged, depth u32, host u16+bytes, member u16+bytes, ...).
+local r = redis.call('HGET', P .. 'u', ARGV[6])
+if r then
+  local a, b, c, d = string.byte(r, 4, 7)
+  doc.depth = ((a * 256 + b) * 256 + c) * 256 + d
+  local at = 10 + string.byte(r, 8) * 256 + string.byte(r, 9)
+  local member = string.sub(r, at + 2, at + 1 + string.byte(r, at) * 256 + string.byte(r, at + 1))
+  doc.member = (member:gsub('.', function(ch) return string.format('%02x', string.byte(ch)) end))
+elseif raw then
+  local old = cjson.decode(raw)
+  doc.depth, doc.member = old.depth, old.member
+end
 if raw then
   local old = cjson.decode(raw)
   seq = old.seq
@@ -613,8 +625,6 @@ class RedisDocumentStore(OutputFiles):
         self.prefix = prefix
         self.folder_id = folder_id
         self.worker = worker
-        #: The frontier's entry of a URL (depth, order key), kept with its document for a recrawl.
-        self.entry_of: Callable[[str], Entry | None] | None = None
         self.keys = [prefix + name for name in DOCUMENT_KEYS]
         self._scripts = {
             name: client.register_script(body) for name, body in _DOCUMENT_SCRIPTS.items()
@@ -673,18 +683,17 @@ class RedisDocumentStore(OutputFiles):
         line follows the next commit, if this store created the record in this generation."""
         fields: dict[str, Any] = dataclasses.asdict(doc)
         del fields["url"]  # the hash's field
-        entry = self.entry_of(doc.url) if self.entry_of is not None else None
-        if entry is not None:  # where a recrawl queues it again: its depth and old place
-            fields["depth"], fields["key"] = entry.depth, entry.key.hex()
         data = json.dumps(fields, ensure_ascii=False)
-        created, folder = self._run("store", doc.url, data, self.generation, self.folder_id)
+        created, folder = self._run(
+            "store", doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0]
+        )
         if self.append and created and folder.decode() == self.folder_id:
             self._records.append(doc.record)
         self.db.changed()
 
     def stored_entries(self, chunk: int = 1000) -> Iterator[tuple[str, str, int, bytes | None]]:
         """Every stored document of the crawl (all folders) as a recrawl queues it: URL, original
-        URL, depth and order key (None where unknown), in no particular order."""
+        URL, depth and the host-queue member it had (None where unknown), in no order."""
         cursor = 0
         while True:
             cursor, page = cast(
@@ -694,7 +703,7 @@ class RedisDocumentStore(OutputFiles):
             for url, raw in page.items():
                 data = _decode(raw)
                 original = data["record"].split("\t", 3)[2]
-                key = bytes.fromhex(data["key"]) if data.get("key") else None
+                key = bytes.fromhex(data["member"]) if data.get("member") else None
                 yield url.decode(), original, int(data.get("depth", 0)), key
             if cursor == 0:
                 return
@@ -815,7 +824,6 @@ class RedisState:
         self.documents = RedisDocumentStore(
             client, prefix, folder_id, self.db, worker=self.frontier.worker
         )
-        self.documents.entry_of = self.frontier.entry
         self.client = client
         self._closed = False
         self._next_beat = 0.0  # on time.monotonic(): when tick beats next

@@ -13,8 +13,10 @@ configuration file computes the same one (:func:`crawl_id`).
 :class:`~tarantula.core.politeness.Politeness` and adds the shared part, each step one Lua script
 reading the server's clock: the wire start of every request to a host is reserved in Redis, so two
 requests to a host start at least ``delay`` (or the larger Crawl-delay) apart whichever workers
-send them; a back-off (Retry-After) pauses the host for every worker; ``host-failures`` counts the
-failures in a row of all workers, and a host dropped by one worker is dropped for the crawl. The
+send them (with no delay to keep, nothing is asked); a back-off (Retry-After) pauses the host for
+every worker; ``host-failures`` counts the failures in a row of all workers (a success resets the
+count when its worker had seen the host fail), and a host dropped by one worker is dropped for the
+crawl. The
 host's concurrency is the frontier's: a lease holds a slot of its host until it is acknowledged.
 """
 
@@ -142,6 +144,8 @@ class SharedPoliteness(Politeness):
         """The time (on ``now``'s clock) the request may go: the gap after the last request any
         worker reserved for the host, and after any pause."""
         local = super().reserve(name, now)
+        if self.gap(name) == 0 and not self.host(name).backoffs:
+            return local  # no delay to keep (delay 0, no Crawl-delay, no back-off): nothing to ask
         before = time.monotonic()
         reply = self._reserve(keys=[self._wire], args=[name, repr(self.gap(name))])
         start, server = float(reply[0]), float(reply[1])
@@ -175,8 +179,9 @@ class SharedPoliteness(Politeness):
         return False
 
     def finished(self, name: str, now: float, latency: float, size: int = 0) -> None:
-        """A response ends the host's failures in a row, for every worker."""
-        if self.host_failures:
+        """A response ends the host's failures in a row, for every worker, when this worker saw
+        the host fail (a round trip per response otherwise, for what is nearly always nothing)."""
+        if self.host_failures and self.host(name).failures:
             self.client.hdel(self._fails, name)
         super().finished(name, now, latency, size)
 

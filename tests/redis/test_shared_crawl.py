@@ -61,7 +61,9 @@ def page_fetches(web: SiteServer) -> Counter[str]:
 
 def shared_conf(folder: Path, seed: str, redis: RedisServer, **keys: object) -> Path:
     folder.mkdir(exist_ok=True)
-    keys = {"threads": 4, "host_concurrency": 4, "log_level": 1, **keys}
+    # A slot of the host for each thread of both workers: one worker's threads cannot hold them
+    # all and starve the other (the test sites have one host).
+    keys = {"threads": 4, "host_concurrency": 8, "log_level": 1, **keys}
     return write_conf(folder, [seed], redis=redis.url, **keys)
 
 
@@ -174,8 +176,7 @@ def test_content_duplicates_are_found_across_workers(web, tmp_path, redis_server
 def test_a_late_worker_joins_and_ctrl_c_hands_leases_back(web, tmp_path, redis_server):
     urls = tree_site(web, delay=0.2)  # slow enough that w1 is still at work when w2 has started
     # A lease timeout longer than the test: URLs come back only because they are handed back.
-    # A slot of the host for each thread of both workers: w1's threads cannot hold them all.
-    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=600, host_concurrency=8)
+    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=600)
     w1 = start_worker(conf, "w1")
     wait_for(lambda: len(web.requests) >= 40, timeout=120)
     w2 = start_worker(conf, "w2")  # joins the running crawl
