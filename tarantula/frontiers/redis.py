@@ -109,7 +109,19 @@ KEYS = (
     "dropped",
 )  # fmt: skip
 
-_LIBRARY = r"""
+#: Lua: the server's clock (``now_time``) and times written for Redis (``fmt``), for every script.
+LUA_TIME = r"""
+local function now_time()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+
+-- Times go to Redis as text with microseconds: Lua would write a number with 14 digits only.
+local function fmt(t) return string.format('%.6f', t) end
+"""
+
+_LIBRARY = (
+    r"""
 local P = ARGV[1]
 local K = {conf = KEYS[1], n = KEYS[2], u = KEYS[3], next = KEYS[4], wait = KEYS[5],
            heads = KEYS[6], inflight = KEYS[7], leases = KEYS[8], owner = KEYS[9],
@@ -123,13 +135,9 @@ local LEASE = tonumber(c[4] or '60')
 local BUDGET = tonumber(c[5] or '0')
 local MAX_ATTEMPTS = tonumber(c[6] or '3')
 
-local function now_time()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
-
--- Times go to Redis as text with microseconds: Lua would write a number with 14 digits only.
-local function fmt(t) return string.format('%.6f', t) end
+"""
+    + LUA_TIME
+    + r"""
 
 local function u16(s, i)
   local a, b = string.byte(s, i, i + 1)
@@ -260,6 +268,7 @@ local function reap(now, limit)
   return #expired
 end
 """
+)
 
 # KEYS: the fixed keys. ARGV: prefix, URL hash, seen member, seen bucket, host, depth (4 bytes),
 # queue member (empty: a bfs key is made here), URL + original + extra, extra, mode.

@@ -97,7 +97,7 @@ from tarantula.core.database import StateDB, write_lines
 from tarantula.core.documents import OutputFiles, StoredDocument
 from tarantula.core.repository import STATE_FOLDER
 from tarantula.core.state import COMPLETE, Run
-from tarantula.frontiers.redis import RedisFrontier, url_id
+from tarantula.frontiers.redis import LUA_TIME, RedisFrontier, url_id
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -111,15 +111,7 @@ WORKER_TTL = 30.0
 #: The file under ``<repository>/.tarantula/`` naming the repository folder in a shared crawl.
 FOLDER_ID_NAME = "folder-id"
 
-_TIME = r"""
-local function now_time()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
-
--- Times go to Redis as text with microseconds: Lua would write a number with 14 digits only.
-local function fmt(t) return string.format('%.6f', t) end
-"""
+_TIME = LUA_TIME
 
 
 def folder_id_of(root: Path) -> str:

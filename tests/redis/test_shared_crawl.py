@@ -227,6 +227,12 @@ def test_resume_after_every_worker_was_killed(web, tmp_path, redis_server):
         worker.communicate()
     stored_before = set(assert_whole(web, tmp_path / "repo"))
     assert 0 < len(stored_before) < PAGES
+    # Once their silence outlasts the lease timeout the killed workers are dead, and the next
+    # worker resumes the crawl (before that it would join their run, and wait for their leases).
+    client = redis_server.client()
+    registry = Workers(client, key_prefix(crawl_id(load_config(conf))), "")
+    wait_for(lambda: registry.live() == [], timeout=60)
+    client.close()
     fetched_before = len(web.requests)
     outputs = finish(start_worker(conf, "w3"), start_worker(conf, "w4"))
     assert any("Resumed crawl finished (finished)" in out for out in outputs), outputs
