@@ -749,11 +749,6 @@ class RedisFrontier:
             self._run("push", *args, client=pipe)
         return sum(int(r) for r in pipe.execute()) if batch else 0
 
-    def entry(self, url: str) -> Entry | None:
-        """The queued or leased entry of ``url`` (its depth and order key), None when it has none."""
-        raw = cast("bytes | None", self.client.hget(self.prefix + "u", url_id(url)[0]))
-        return None if raw is None else Record.decode(raw, self.dfs).entry
-
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything: seen, and under dfs no
         longer queued (a queued URL may still move up)."""
