@@ -57,29 +57,56 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
                   rules: UrlRules, max_outlinks: int = 0) -> Found:  # fmt: skip
     """Resolve ``hrefs`` (``(href, anchor)`` in document order) against the page's base (its
     ``<base href>``, else its URL) and keep those the URL rules let through; the rest are drops, a
-    page's links past ``max_outlinks`` too."""
+    page's links past ``max_outlinks`` too.
+
+    Pages repeat their navigation links, and a link's join and verdict depend only on the base's
+    folder (the whole base for an empty link, one that starts with ``?`` or ``#``, or with
+    white space, which the join strips): both are
+    remembered in ``rules.links`` by (folder, link as written), so a link met again costs one
+    lookup.
+    """
     found = Found()
     base = page_url
     if base_href:
         with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
             base = join_url(page_url, base_href)
-    join = LinkResolver(base).join
+    resolver = LinkResolver(base)
+    join = resolver.join
     if max_outlinks and len(hrefs) > max_outlinks:
         found.drops += [("too-many-outlinks", _joined(join, h)) for h, _ in hrefs[max_outlinks:]]
         hrefs = hrefs[:max_outlinks]
-    check = rules.check
+    memo = rules.links
+    folder = resolver.folder if resolver.fast else base
+    links, drops = found.links, found.drops
     for position, (href, anchor) in enumerate(hrefs):
-        try:
-            absolute = join(href)
-        except UrlRejected:
-            found.drops.append(("invalid", href))
-            continue
-        verdict = check(absolute, href)
-        if verdict.url is None or not verdict.listed:
-            found.drops.append((verdict.rule or "invalid", absolute))
-            continue
-        found.links.append(Link(position, verdict.url, absolute, anchor, verdict))
+        first = href[:1]
+        key = (base if not first or first in "?#" or first <= " " else folder, href)
+        judged = memo.get(key)
+        if judged is None:
+            judged = memo[key] = _judge(join, rules, href)
+            if len(memo) > LINKS_KEPT:
+                memo.clear()
+        absolute, verdict = judged
+        if verdict is None:
+            drops.append(("invalid", href))
+        elif verdict.url is None or not verdict.listed:
+            drops.append((verdict.rule or "invalid", absolute))
+        else:
+            links.append(Link(position, verdict.url, absolute, anchor, verdict))
     return found
+
+
+#: Links remembered by :func:`resolve_links` (about 300 bytes each) before the memory is cleared.
+LINKS_KEPT = 65536
+
+
+def _judge(join: Callable[[str], str], rules: UrlRules, href: str) -> tuple[str, Verdict | None]:
+    """A link as resolved, and its verdict (None: it does not resolve)."""
+    try:
+        absolute = join(href)
+    except UrlRejected:
+        return href, None
+    return absolute, rules.check(absolute, href)
 
 
 def _joined(join: Callable[[str], str], href: str) -> str:

@@ -66,6 +66,8 @@ class UrlRules:
     def __init__(self, config: CrawlConfig) -> None:
         self._timeouts: set[str] = set()
         self._verdicts: dict[tuple[str, str | None], Verdict] = {}
+        #: Links already resolved and judged (see :func:`tarantula.core.links.resolve_links`).
+        self.links: dict[tuple[str, str], tuple[str, Verdict | None]] = {}
         self.sort_query = config.sort_query
         self.traversal = config.traversal_algorithm
         self.filters = UrlFilters(config.accept_list, config.reject_list)
