@@ -25,12 +25,15 @@ EXTENSIONS = {
     # JOBDIR's spider state: the crawl state lives in the repository instead.
     "scrapy.extensions.spiderstate.SpiderState": None,
 }
-# Spider middlewares whose work the spider does already, and whose layer every request and item
-# would pass: the spider sets each request's depth and judges URL length itself.
+# Spider middlewares whose work the spider does already, or that would work for nothing, and whose
+# layer every request and item would pass: the spider sets each request's depth and judges URL
+# length itself; the scheduler keeps a request's URL, not the request, and builds the request
+# again when the URL's turn comes, so a Referer header set on the spider's request is never sent.
 SPIDER_MIDDLEWARES = {
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+    "scrapy.spidermiddlewares.referer.RefererMiddleware": None,
 }
 
 TWISTED_DNS_RESOLVER = "tarantula.resolver.MappedResolver"
@@ -73,6 +76,7 @@ ITEM_PIPELINES = {
 LOG_FORMATTER = "tarantula.logformatter.LogFormatter"
 RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
 LOG_LEVEL = "INFO"
+STATS_CLASS = "tarantula.stats.StatsCollector"  # Scrapy's, without a hook on every call
 STATS_DUMP = False  # the crawl summary replaces the raw dump (it is still logged at level 2)
 
 FEED_EXPORT_ENCODING = "utf-8"
