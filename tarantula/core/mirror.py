@@ -304,19 +304,37 @@ def store_path(repository: Path, relpath: PurePosixPath) -> Path:
     """
     if relpath.is_absolute() or not relpath.parts or ".." in relpath.parts:
         raise UnsafePath(f"not a path inside the repository: {relpath}")
-    if "\0" in str(relpath):
+    text = str(relpath)
+    if "\0" in text:
         raise UnsafePath(f"NUL character in {relpath!r}")
+    root = _resolved(str(repository))
+    folder, _, name = text.rpartition("/")
+    parent = _folder_inside(root, folder)
+    target = parent / name
+    if os.path.islink(target):  # only a symlink at the target can lead elsewhere now
+        try:
+            final = target.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise UnsafePath(f"cannot resolve {relpath}: {exc}") from exc
+        if not final.is_relative_to(root) or final == root:
+            raise UnsafePath(f"{relpath} leads out of the repository")
+    return target
+
+
+# The crawler is the only writer of its repository and makes folders, never symlinks: a folder
+# found inside the repository stays inside for the crawl, and pages of one folder are many (its
+# resolution costs a system call a path segment).
+@functools.lru_cache(maxsize=4096)
+def _folder_inside(root: Path, folder: str) -> Path:
+    """``folder`` (relative, "" for the root) of the repository at ``root`` with its symlinks
+    resolved; raises :class:`UnsafePath` when that leads out of the repository."""
     try:
-        root = _resolved(str(repository))
-        target = root.joinpath(relpath)
-        parent = target.parent.resolve()
-        # Only a symlink at the target itself can lead elsewhere once the parent is checked.
-        final = target.resolve() if os.path.islink(parent / target.name) else parent / target.name
+        parent = root.joinpath(folder).resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable folder
-        raise UnsafePath(f"cannot resolve {relpath}: {exc}") from exc
-    if not (parent.is_relative_to(root) and final.is_relative_to(root) and final != root):
-        raise UnsafePath(f"{relpath} leads out of the repository")
-    return parent / target.name
+        raise UnsafePath(f"cannot resolve {folder}: {exc}") from exc
+    if not parent.is_relative_to(root):
+        raise UnsafePath(f"{folder} leads out of the repository")
+    return parent
 
 
 @functools.lru_cache(maxsize=16)
@@ -360,19 +378,13 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
     """
     path = Path(path)
     folder = path.parent
-    for ancestor in (folder, *folder.parents):
-        if ancestor.exists() or ancestor.is_symlink():
-            if not ancestor.is_dir():
-                raise UnsafePath(f"{ancestor} is not a folder")
-            break
-    if path.is_dir():
-        raise UnsafePath(f"{path} is a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError) as exc:  # lost a race with another writer
-        raise UnsafePath(str(exc)) from exc
     temporary = folder / f"{_TEMPORARY_PREFIX}{path.name[:64]}.{secrets.token_hex(8)}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:  # the folder is there most of the time: no system call is spent on finding out first
+        fd = os.open(temporary, flags, 0o666)
+    except (FileNotFoundError, NotADirectoryError):
+        _make_folder(folder)
+        fd = os.open(temporary, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
@@ -380,6 +392,9 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
             if sync:
                 os.fsync(stream.fileno())
         os.replace(temporary, path)
+    except IsADirectoryError as exc:
+        os.unlink(temporary)
+        raise UnsafePath(f"{path} is a folder") from exc
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -392,3 +407,17 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _make_folder(folder: Path) -> None:
+    """Create ``folder`` and its missing parents; raises :class:`UnsafePath` when an existing
+    one is not a folder."""
+    for ancestor in (folder, *folder.parents):
+        if ancestor.exists() or ancestor.is_symlink():
+            if not ancestor.is_dir():
+                raise UnsafePath(f"{ancestor} is not a folder")
+            break
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:  # lost a race with another writer
+        raise UnsafePath(str(exc)) from exc
