@@ -101,6 +101,13 @@ class DocumentStore(OutputFiles):
         ).fetchone()
         return row[0] if row else None
 
+    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
+        """The stored document of ``url`` (None: a new one), and the URL of the stored document
+        whose copy is at mirror ``path`` (None: the path is free): what the mirror asks of a
+        document before it writes its copy, in one call (a shared store answers in one round
+        trip)."""
+        return self.document(url), self.path_owner(path)
+
     def claim_content(self, md5: str, url: str, claim: bool = True) -> str | None:
         """The URL of another document with this content, stored or on its way to be stored; else
         None, and ``url`` claims the content until it is stored or dropped (:meth:`release`). A

@@ -635,6 +635,14 @@ class RedisDocumentStore(OutputFiles):
         owner = cast("bytes | None", self.client.hget(self.prefix + "doc-path", path))
         return None if owner is None else owner.decode()
 
+    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hget(self.prefix + "docs", url)
+        pipe.hget(self.prefix + "doc-path", path)
+        raw, owner = cast("list[bytes | None]", pipe.execute())
+        doc = None if raw is None else _stored(url, _decode(raw))
+        return doc, None if owner is None else owner.decode()
+
     def claim_content(self, md5: str, url: str, claim: bool = True) -> str | None:
         """The URL of another document with this content, stored or claimed by a live worker;
         else None, and ``url`` claims the content for this worker until it is stored or released

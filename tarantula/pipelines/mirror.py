@@ -73,7 +73,10 @@ class MirrorPipeline:
         if not isinstance(item, Document) or item.unchanged:
             return item
         md5 = item.md5 or hashlib.md5(item.body, usedforsecurity=False).hexdigest()
-        existing = self.documents.document(item.url)
+        # A document of unknown type still gets an extension, so its file never takes the name of
+        # a folder that a longer URL needs (SPEC 7.1).
+        relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
+        existing, owner = self.documents.placed(item.url, relpath.as_posix())
         if existing is not None and existing.md5 == md5:
             # A 200 with the same body (recrawl): the copy stays as it is; the index pipeline still
             # replaces the record, whose validators and dates are the new answer's (SPEC 8).
@@ -84,7 +87,10 @@ class MirrorPipeline:
             self._close_at_limit()
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
         try:
-            relpath = PurePosixPath(existing.path) if existing else self._free_path(item)
+            if existing:
+                relpath = PurePosixPath(existing.path)
+            elif owner not in (None, item.url):  # another URL's copy holds the name
+                relpath = disambiguate(relpath, item.url)
             try:
                 write_atomic(store_path(self.repository, relpath), item.body, sync=False)
             except UnsafePath:
@@ -92,7 +98,7 @@ class MirrorPipeline:
                     raise
                 # A file where a folder is needed, or the other way round (`/a.pdf` and
                 # `/a.pdf/b.html`): looked for only when it happens, as it costs a stat a folder.
-                relpath = self._free_path(item, clash=True)
+                relpath = self._clash_free_path(item)
                 write_atomic(store_path(self.repository, relpath), item.body, sync=False)
         except (UnsafePath, OSError) as exc:
             # SPEC 6: a document that cannot be stored costs itself only.
@@ -132,13 +138,10 @@ class MirrorPipeline:
         self.documents.release(md5, item.url)
         self.frontier.ack(item.url, why)
 
-    def _free_path(self, item: Document, clash: bool = False) -> PurePosixPath:
-        """The document's mirror path, made distinct when another URL's copy holds that name (and,
-        after a ``clash``, when a file stands where a folder is needed or the other way round)."""
-        # A document of unknown type still gets an extension, so its file never takes the name of
-        # a folder that a longer URL needs (SPEC 7.1).
+    def _clash_free_path(self, item: Document) -> PurePosixPath:
+        """The document's mirror path once a file stands where a folder is needed or the other way
+        round, made distinct when another URL's copy holds that name."""
         relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
-        if clash:
-            relpath = clash_free(self.repository, relpath, item.url)
+        relpath = clash_free(self.repository, relpath, item.url)
         owner = self.documents.path_owner(relpath.as_posix())
         return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)

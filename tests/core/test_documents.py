@@ -42,3 +42,12 @@ def test_a_run_read_from_the_database_has_not_joined_anything(tmp_path):
 def test_the_state_says_whether_it_is_in_memory(tmp_path):
     with CrawlState(None) as memory, CrawlState(tmp_path / "state.db") as disk:
         assert (memory.in_memory, disk.in_memory) == (True, False)
+
+
+def test_placed_gives_a_url_s_document_and_a_path_s_owner():
+    with CrawlState(None) as state:
+        documents = state.documents
+        stored = doc("http://h/a")
+        documents.store(stored)
+        assert documents.placed("http://h/a", "h/b.html") == (stored, None)
+        assert documents.placed("http://h/b", stored.path) == (None, "http://h/a")

@@ -192,6 +192,8 @@ def test_a_stored_document_its_path_and_its_generation(redis_client):
     a.store(first)
     assert b.document(first.url) == first and b.count() == 1
     assert b.path_owner(first.path) == first.url and b.path_owner("h.test/x.html") is None
+    assert b.placed(first.url, "h.test/x.html") == (first, None)
+    assert b.placed("http://h.test/x", first.path) == (None, first.url)
     b.generation = 2
     b.keep(first.url)
     moved = dataclasses.replace(first, path="h.test/moved.html", md5="m2")
