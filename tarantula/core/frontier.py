@@ -139,7 +139,9 @@ class Frontier(Protocol):
         ``recrawl`` (every stored document is queued again, in its old order)."""
 
     def seen(self, url: str) -> bool:
-        """True when a new discovery of ``url`` cannot change anything."""
+        """True when a new discovery of ``url`` cannot change anything. False may be a guess (a
+        shared frontier answers from what this process knows, without a round trip): :meth:`push`
+        decides."""
 
     def push(self, url: str, original: str, depth: int, key: bytes | None = None,
              extra: str | None = None) -> bool:  # fmt: skip

@@ -738,6 +738,8 @@ class RedisFrontier:
             if key is None and self.dfs:
                 key = dfs_key((0,))
             batch.append(self._push_args(url, original, depth, key, None, "recrawl"))
+            if not self.dfs:
+                self._known.add(url_id(url)[1])
             if len(batch) >= 500:
                 queued += self._push_batch(batch)
                 batch = []
@@ -751,18 +753,22 @@ class RedisFrontier:
 
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything: seen, and under dfs no
-        longer queued (a queued URL may still move up)."""
+        longer queued (a queued URL may still move up).
+
+        Under bfs the answer is this worker's: a URL it has not met yet is taken for new without
+        asking Redis, as :meth:`push` is atomic and refuses a seen URL anyway. Asking first would
+        cost a round trip for every new URL and save one only for a URL another worker queued.
+        """
         h8, signed, bucket = self._id(url)
         if signed in self._known:
             return True
         if not self.dfs:
-            seen = bool(self.client.sismember(f"{self.prefix}s:{bucket}", str(signed)))
-        else:
-            pipe = self.client.pipeline(transaction=False)
-            pipe.sismember(f"{self.prefix}s:{bucket}", str(signed))
-            pipe.hget(self.prefix + "u", h8)
-            known, raw = pipe.execute()
-            seen = bool(known) and (raw is None or raw[0] != 0)
+            return False
+        pipe = self.client.pipeline(transaction=False)
+        pipe.sismember(f"{self.prefix}s:{bucket}", str(signed))
+        pipe.hget(self.prefix + "u", h8)
+        known, raw = pipe.execute()
+        seen = bool(known) and (raw is None or raw[0] != 0)
         if seen:
             self._known.add(signed)
         return seen

@@ -151,6 +151,10 @@ def test_dedup_and_seen(redis_client):
     assert frontier.push(u, u, 0) and not frontier.push(u, "http://h0.test/./u", 1)
     assert frontier.seen(u) and frontier.pending() == 1
     assert frontier.seen_many([v, u]) == [False, True]
+    # Under bfs a worker answers seen() from what it met itself: u, queued by another worker, is
+    # new to this one until its push is refused.
+    other = make(redis_client, worker="w2")
+    assert not other.seen(u) and not other.push(u, u, 0) and other.seen(u)
     assert frontier.push_many([(u, u, 0, None, None), (v, v, 1, None, '{"k": 1}')]) == [False, True]
     first = frontier.lease()
     assert first is not None and first.url == u
