@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tarantula.core.database import StateDB
-from tarantula.core.documents import DocumentStore
+from tarantula.core.documents import DocumentStore, StoredDocument
 from tarantula.core.frontier import SqliteFrontier
 
 #: Ends of a run after which the crawl is complete; any other end (a kill, Ctrl-C, the time limit)
@@ -145,6 +145,11 @@ class CrawlState:
         """Whether the run just ended rewrites index.txt and duplicates.tsv from the state: a
         recrawl does (one record per stored document); a first crawl grew them as it went."""
         return self.generation > 1
+
+    def stored(self, doc: StoredDocument) -> None:
+        """A document is stored: its record goes to the document store, and its URL is done."""
+        self.documents.store(doc)
+        self.frontier.ack(doc.url, "stored")
 
     def commit(self) -> None:
         self.db.commit()

@@ -98,6 +98,7 @@ from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
     from tarantula.core.frontier import Frontier
 
@@ -856,11 +857,12 @@ class RedisFrontier:
             return Lease(entry, server, "leased", charged)
         return Lease(None, server, "idle")
 
-    def ack(self, url: str, outcome: str) -> None:
+    def ack(self, url: str, outcome: str, *, pipe: Pipeline | None = None) -> None:
         """``url`` is handled: its record goes, ``outcome`` is counted, and if it was leased its
         lease ends and its host's slot is freed. An ack from a worker whose lease expired still
-        counts (the work is done); a second ack does nothing."""
-        self._run("ack", url_id(url)[0], outcome)
+        counts (the work is done); a second ack does nothing. With ``pipe`` the script goes out
+        when the pipeline is executed."""
+        self._run("ack", url_id(url)[0], outcome, client=pipe)
 
     def release(self, host: str) -> None:
         """Nothing: a host's shared slot is freed by :meth:`ack` (or :meth:`requeue`, or the

@@ -101,6 +101,7 @@ from tarantula.frontiers.redis import LUA_TIME, RedisFrontier, url_id
 
 if TYPE_CHECKING:
     from redis import Redis
+    from redis.client import Pipeline
 
 
 logger = logging.getLogger(__name__)
@@ -622,8 +623,8 @@ class RedisDocumentStore(OutputFiles):
             name: client.register_script(body) for name, body in _DOCUMENT_SCRIPTS.items()
         }
 
-    def _run(self, name: str, *args: Any) -> Any:
-        return self._scripts[name](keys=self.keys, args=[self.prefix, *args])
+    def _run(self, name: str, *args: Any, client: Any = None) -> Any:
+        return self._scripts[name](keys=self.keys, args=[self.prefix, *args], client=client)
 
     def document(self, url: str) -> StoredDocument | None:
         raw = cast("bytes | None", self.client.hget(self.prefix + "docs", url))
@@ -678,15 +679,24 @@ class RedisDocumentStore(OutputFiles):
         """How many documents are stored, by every worker."""
         return int(self.client.hlen(self.prefix + "docs"))
 
-    def store(self, doc: StoredDocument) -> None:
+    def store(self, doc: StoredDocument, *, pipe: Pipeline | None = None) -> None:
         """Record a stored document, new or replaced; its page and content claims end. Its index
-        line follows the next commit, if this store created the record in this generation."""
+        line follows the next commit, if this store created the record in this generation.
+
+        With ``pipe`` the script goes out with the pipeline's other commands, in one round trip:
+        :meth:`stored_in` takes the answer once ``pipe`` is executed."""
         fields: dict[str, Any] = dataclasses.asdict(doc)
         del fields["url"]  # the hash's field
         data = json.dumps(fields, ensure_ascii=False)
-        created, folder = self._run(
-            "store", doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0]
-        )
+        args = (doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0])
+        if pipe is not None:
+            self._run("store", *args, client=pipe)
+            return
+        self.stored_in(doc, self._run("store", *args))
+
+    def stored_in(self, doc: StoredDocument, answer: list[bytes]) -> None:
+        """Take the store script's answer for ``doc``."""
+        created, folder = answer
         if self.append and created and folder.decode() == self.folder_id:
             self._records.append(doc.record)
         self.db.changed()
@@ -880,6 +890,15 @@ class RedisState:
                 "%d URLs were given up after %d expired leases each: %s%s",
                 len(dead), self.frontier.max_attempts, shown, " ..." if len(dead) > 10 else "",
             )  # fmt: skip
+
+    def stored(self, doc: StoredDocument) -> None:
+        """A document is stored: its record goes to the document store, and its URL is done, in
+        one round trip (two scripts, each atomic, in this order)."""
+        pipe = self.client.pipeline(transaction=False)
+        self.documents.store(doc, pipe=pipe)
+        self.frontier.ack(doc.url, "stored", pipe=pipe)
+        answer, _ = pipe.execute()
+        self.documents.stored_in(doc, answer)
 
     def commit(self) -> None:
         self.db.commit()

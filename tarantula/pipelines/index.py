@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 class IndexPipeline:
     def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
         self.stats = crawler.stats
+        self.state = context.state
         self.documents = context.documents
         self.frontier = context.frontier
 
@@ -41,10 +42,9 @@ class IndexPipeline:
         else:
             assert item.path is not None and item.md5 is not None, "the mirror pipeline runs first"
             record = format_record(item.record())
-            self.documents.store(
+            self.state.stored(
                 StoredDocument(item.url, item.path, item.md5, item.last_modified, item.etag, record)
             )
-            self.frontier.ack(item.url, "stored")
             self.stats.inc_value("tarantula/index/records")
         if self.frontier.generation > 1:
             self.stats.inc_value(f"tarantula/recrawl/{item.status}")
