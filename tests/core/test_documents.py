@@ -51,3 +51,14 @@ def test_placed_gives_a_url_s_document_and_a_path_s_owner():
         documents.store(stored)
         assert documents.placed("http://h/a", "h/b.html") == (stored, None)
         assert documents.placed("http://h/b", stored.path) == (None, "http://h/a")
+
+
+def test_stored_records_the_document_and_acks_its_url():
+    with CrawlState(None) as state:
+        state.begin(now=1.0)
+        url = "http://h/a"
+        state.frontier.push(url, url, 0)
+        assert state.frontier.lease() is not None
+        state.stored(doc(url))
+        assert state.documents.document(url) == doc(url)
+        assert state.db.execute("SELECT state, outcome FROM urls").fetchall() == [(2, "stored")]

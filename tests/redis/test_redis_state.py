@@ -442,9 +442,12 @@ def test_a_recrawl_queues_every_stored_document_again(redis_client):
     a.frontier.push(url, "http://h.test/doc#top", 3)
     entry = a.frontier.lease()
     assert entry is not None
-    a.documents.store(StoredDocument(url, "h.test/doc.html", "0" * 32, None, None,
-                                     f"{'1' * 32}\t{url}\thttp://h.test/doc#top\t-\n"))  # fmt: skip
-    a.frontier.ack(url, "stored")
+    stored = StoredDocument(url, "h.test/doc.html", "0" * 32, None, None,
+                            f"{'1' * 32}\t{url}\thttp://h.test/doc#top\t-\n")  # fmt: skip
+    a.stored(stored)  # the record, and the URL done: one round trip
+    assert a.documents.document(url) == stored
+    assert not a.frontier.active()  # the lease ended
+    assert redis_client.hget(a.frontier.prefix + "outcome", "stored") == b"1"
     a.end("finished")
     a.close()
     b = state(redis_client, "b", None)
