@@ -90,9 +90,11 @@ import os
 import socket
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from redis.exceptions import NoScriptError
 
 from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
 
@@ -497,6 +499,8 @@ _SCRIPTS = {
 }
 
 _U32 = struct.Struct(">I")
+#: Links' pushes held for the next call to Redis before they are sent on their own.
+MAX_UNSENT = 256
 _U16 = struct.Struct(">H")
 
 
@@ -588,6 +592,59 @@ class Lease:
     charged: bool = False
 
 
+class Scripts:
+    """Lua scripts run by their SHA1, alone or in a pipeline (one round trip).
+
+    redis-py's ``Script`` asks ``SCRIPT EXISTS`` before every pipeline that holds one: a second
+    round trip each time. Here the scripts of every :class:`Scripts` of the process are loaded
+    together instead, when the first is made and whenever Redis answers ``NOSCRIPT`` (it lost
+    them in a restart). So either all are there or none is, and a pipeline that met ``NOSCRIPT``
+    ran none of its scripts: it is sent again, whole.
+    """
+
+    _every: ClassVar[dict[str, str]] = {}  # SHA1 -> body, of every script made in the process
+
+    def __init__(self, client: Redis, bodies: dict[str, str]) -> None:
+        self.client = client
+        self.sha = {
+            name: hashlib.sha1(body.encode(), usedforsecurity=False).hexdigest()
+            for name, body in bodies.items()
+        }
+        Scripts._every.update({self.sha[name]: body for name, body in bodies.items()})
+        self.load()
+
+    def load(self) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for body in Scripts._every.values():
+            pipe.script_load(body)
+        pipe.execute()
+
+    def add(self, pipe: Pipeline, name: str, keys: list[str], args: list[Any]) -> None:
+        """Add script ``name`` to ``pipe`` (a pipeline run by :meth:`execute`)."""
+        pipe.evalsha(self.sha[name], len(keys), *keys, *args)
+
+    def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run script ``name`` now."""
+        try:
+            return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
+        except NoScriptError:
+            self.load()
+            return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
+
+    def execute(self, fill: Callable[[Pipeline], object]) -> list[Any]:
+        """A pipeline filled by ``fill`` (with :meth:`add` for scripts), executed."""
+        for again in (False, True):
+            pipe = self.client.pipeline(transaction=False)
+            fill(pipe)
+            try:
+                return cast("list[Any]", pipe.execute())
+            except NoScriptError:
+                if again:
+                    raise
+                self.load()
+        raise AssertionError("unreachable")
+
+
 def default_worker() -> str:
     """A worker's name when none is given: host name and process id."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -637,9 +694,9 @@ class RedisFrontier:
         # URLs known to be seen for good (a "yes" from Redis never turns back to "no" within a
         # generation): most of a page's links are, and they cost no round trip after the first.
         self._known = HashSet()
-        self._scripts = {
-            name: client.register_script(_LIBRARY + body) for name, body in _SCRIPTS.items()
-        }
+        self._unsent: list[list[Any]] = []  # pushes of links, sent with the next call (push)
+        self.refused = 0  # of those, how many Redis refused (their URLs were seen)
+        self.scripts = Scripts(client, {name: _LIBRARY + body for name, body in _SCRIPTS.items()})
         self.buckets = self._configure(
             traversal, expected_urls, delay, concurrency, lease_timeout, budget, max_attempts
         )
@@ -679,8 +736,44 @@ class RedisFrontier:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _run(self, name: str, *args: Any, client: Any = None) -> Any:
-        return self._scripts[name](keys=self.keys, args=[self.prefix, *args], client=client)
+    def _run(self, name: str, *args: Any, client: Pipeline | None = None) -> Any:
+        """Run script ``name`` (in ``client``, a pipeline, when given); the pushes not sent yet go
+        first, in the same round trip."""
+        if client is not None:
+            self.scripts.add(client, name, self.keys, [self.prefix, *args])
+            return None
+        if not self._unsent:
+            return self.scripts.run(name, self.keys, [self.prefix, *args])
+        unsent, self._unsent = self._unsent, []
+
+        def fill(pipe: Pipeline) -> None:
+            self.add_pushes(pipe, unsent)
+            self.scripts.add(pipe, name, self.keys, [self.prefix, *args])
+
+        replies = self.scripts.execute(fill)
+        self.pushes_sent(replies[: len(unsent)])
+        return replies[-1]
+
+    def add_pushes(self, pipe: Pipeline, pushes: list[list[Any]]) -> None:
+        """Add ``pushes`` (the arguments of each) to ``pipe``."""
+        for args in pushes:
+            self.scripts.add(pipe, "push", self.keys, [self.prefix, *args])
+
+    def take_pushes(self) -> list[list[Any]]:
+        """The pushes not sent yet, for a pipeline of the caller's (:meth:`add_pushes`; their
+        replies go to :meth:`pushes_sent`)."""
+        unsent, self._unsent = self._unsent, []
+        return unsent
+
+    def pushes_sent(self, replies: list[Any]) -> None:
+        """Count the pushes Redis refused: another worker had queued their URLs meanwhile."""
+        self.refused += sum(1 for reply in replies if not int(reply))
+
+    def flush(self) -> None:
+        """Send the pushes not sent yet now."""
+        if self._unsent:
+            unsent, self._unsent = self._unsent, []
+            self.pushes_sent(self.scripts.execute(lambda pipe: self.add_pushes(pipe, unsent)))
 
     def _timed(self, name: str, *args: Any) -> tuple[Any, float]:
         """Run a script that answers with the server time; keep the clock offset up to date."""
@@ -747,10 +840,9 @@ class RedisFrontier:
         return queued + self._push_batch(batch)
 
     def _push_batch(self, batch: list[list[Any]]) -> int:
-        pipe = self.client.pipeline(transaction=False)
-        for args in batch:
-            self._run("push", *args, client=pipe)
-        return sum(int(r) for r in pipe.execute()) if batch else 0
+        if not batch:
+            return 0
+        return sum(int(r) for r in self.scripts.execute(lambda pipe: self.add_pushes(pipe, batch)))
 
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything: seen, and under dfs no
@@ -776,6 +868,7 @@ class RedisFrontier:
 
     def seen_many(self, urls: Iterable[str]) -> list[bool]:
         """:meth:`seen` for many URLs (a page's links) in one round trip."""
+        self.flush()
         pipe = self.client.pipeline(transaction=False)
         for url in urls:
             h8, signed, bucket = self._id(url)
@@ -793,22 +886,37 @@ class RedisFrontier:
     def push(self, url: str, original: str, depth: int, key: bytes | None = None,
              extra: str | None = None) -> bool:  # fmt: skip
         """Queue ``url`` (bfs keys are made in Redis, in global discovery order; dfs passes the
-        path key); False when seen, unless a dfs rediscovery moved it up."""
-        pushed = bool(self._run("push", *self._push_args(url, original, depth, key, extra, "push")))
-        if not self.dfs:  # queued now, or seen before: seen for good either way
-            self._known.add(url_id(url)[1])
-        return pushed
+        path key); False when seen, unless a dfs rediscovery moved it up.
+
+        Under bfs a link's push (no ``extra``) is held and sent with this worker's next call to
+        Redis, before it: True then means new to this worker, and a push Redis refuses after all
+        is counted in :attr:`refused`."""
+        if self.dfs or extra is not None:
+            pushed = bool(
+                self._run("push", *self._push_args(url, original, depth, key, extra, "push"))
+            )
+            if not self.dfs:  # queued now, or seen before: seen for good either way
+                self._known.add(url_id(url)[1])
+            return pushed
+        # A link's push goes out with this worker's next call to Redis (a lease, an ack, a
+        # question): one round trip less a page, and the page's ack never goes before its links.
+        signed = url_id(url)[1]
+        if signed in self._known:
+            return False
+        self._known.add(signed)
+        self._unsent.append(self._push_args(url, original, depth, key, extra, "push"))
+        if len(self._unsent) >= MAX_UNSENT:
+            self.flush()
+        return True
 
     def push_many(
         self, items: Iterable[tuple[str, str, int, bytes | None, str | None]]
     ) -> list[bool]:
         """:meth:`push` for many URLs (a page's links) in one round trip; each push is atomic,
         the batch is not."""
-        pipe = self.client.pipeline(transaction=False)
-        for url, original, depth, key, extra in items:
-            args = self._push_args(url, original, depth, key, extra, "push")
-            self._run("push", *args, client=pipe)
-        return [bool(r) for r in pipe.execute()]
+        self.flush()
+        batch = [self._push_args(*item, "push") for item in items]
+        return [bool(r) for r in self.scripts.execute(lambda pipe: self.add_pushes(pipe, batch))]
 
     def requeue(self, url: str, original: str, depth: int, key: bytes | None = None,
                 extra: str | None = None) -> None:  # fmt: skip
@@ -879,6 +987,7 @@ class RedisFrontier:
         (off by half a round trip at most, which only shifts when the scheduler asks again, never
         what Redis decides).
         """
+        self.flush()
         pipe = self.client.pipeline(transaction=False)
         pipe.time()
         pipe.zrange(self.prefix + "wait", 0, 0, withscores=True)
@@ -895,6 +1004,7 @@ class RedisFrontier:
 
     def pending(self) -> int:
         """How many URLs are queued (a counter, not a scan)."""
+        self.flush()
         return int(self.client.hget(self.prefix + "n", "queued") or 0)
 
     def has_pending(self) -> bool:
@@ -914,6 +1024,7 @@ class RedisFrontier:
     def active(self) -> bool:
         """Whether the crawl may still find URLs: some are queued or a lease is out. A worker
         must not leave while this holds, even when it has nothing to do itself."""
+        self.flush()
         queued, leased = self.client.hmget(self.prefix + "n", ["queued", "leased"])
         return int(queued or 0) > 0 or int(leased or 0) > 0
 

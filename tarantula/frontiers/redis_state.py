@@ -97,7 +97,7 @@ from tarantula.core.database import StateDB, write_lines
 from tarantula.core.documents import OutputFiles, StoredDocument
 from tarantula.core.repository import STATE_FOLDER
 from tarantula.core.state import COMPLETE, Run
-from tarantula.frontiers.redis import LUA_TIME, RedisFrontier, url_id
+from tarantula.frontiers.redis import LUA_TIME, RedisFrontier, Scripts, url_id
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -619,12 +619,10 @@ class RedisDocumentStore(OutputFiles):
         self.folder_id = folder_id
         self.worker = worker
         self.keys = [prefix + name for name in DOCUMENT_KEYS]
-        self._scripts = {
-            name: client.register_script(body) for name, body in _DOCUMENT_SCRIPTS.items()
-        }
+        self.scripts = Scripts(client, _DOCUMENT_SCRIPTS)
 
-    def _run(self, name: str, *args: Any, client: Any = None) -> Any:
-        return self._scripts[name](keys=self.keys, args=[self.prefix, *args], client=client)
+    def _run(self, name: str, *args: Any) -> Any:
+        return self.scripts.run(name, self.keys, [self.prefix, *args])
 
     def document(self, url: str) -> StoredDocument | None:
         raw = cast("bytes | None", self.client.hget(self.prefix + "docs", url))
@@ -690,7 +688,7 @@ class RedisDocumentStore(OutputFiles):
         data = json.dumps(fields, ensure_ascii=False)
         args = (doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0])
         if pipe is not None:
-            self._run("store", *args, client=pipe)
+            self.scripts.add(pipe, "store", self.keys, [self.prefix, *args])
             return
         self.stored_in(doc, self._run("store", *args))
 
@@ -880,9 +878,13 @@ class RedisState:
 
     def end(self, reason: str, now: float | None = None) -> None:
         """End this worker's part of the run (:meth:`RedisRunLog.end`), its files committed first;
-        URLs given up after expired leases (dead letters) are logged."""
+        URLs given up after expired leases (dead letters) are logged, and how many of this
+        worker's links another worker had queued first (counted by the scheduler as enqueued)."""
+        self.frontier.flush()
         self.db.commit()
         self.runs.end(reason, now)
+        if self.frontier.refused:
+            logger.info("%d links were queued by other workers first", self.frontier.refused)
         dead = self.frontier.dead_letters()
         if dead:
             shown = ", ".join(entry.url for entry in dead[:10])
@@ -893,12 +895,18 @@ class RedisState:
 
     def stored(self, doc: StoredDocument) -> None:
         """A document is stored: its record goes to the document store, and its URL is done, in
-        one round trip (two scripts, each atomic, in this order)."""
-        pipe = self.client.pipeline(transaction=False)
-        self.documents.store(doc, pipe=pipe)
-        self.frontier.ack(doc.url, "stored", pipe=pipe)
-        answer, _ = pipe.execute()
-        self.documents.stored_in(doc, answer)
+        one round trip (two scripts, each atomic, in this order, after the links' pushes held
+        until now)."""
+        pushes = self.frontier.take_pushes()
+
+        def fill(pipe: Pipeline) -> None:
+            self.frontier.add_pushes(pipe, pushes)  # the page's links go before its ack
+            self.documents.store(doc, pipe=pipe)
+            self.frontier.ack(doc.url, "stored", pipe=pipe)
+
+        replies = self.frontier.scripts.execute(fill)
+        self.frontier.pushes_sent(replies[: len(pushes)])
+        self.documents.stored_in(doc, replies[len(pushes)])
 
     def commit(self) -> None:
         self.db.commit()
@@ -914,6 +922,7 @@ class RedisState:
         """The crawl's periodic call (every second or so): commit what changed, and beat the
         worker's heartbeat when a sixth of its ttl has passed since the last one."""
         self.db.commit_if_changed()
+        self.frontier.flush()
         if time.monotonic() >= self._next_beat:
             self.workers.beat()
             self._next_beat = time.monotonic() + self.workers.ttl / 6

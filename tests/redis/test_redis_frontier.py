@@ -152,9 +152,10 @@ def test_dedup_and_seen(redis_client):
     assert frontier.seen(u) and frontier.pending() == 1
     assert frontier.seen_many([v, u]) == [False, True]
     # Under bfs a worker answers seen() from what it met itself: u, queued by another worker, is
-    # new to this one until its push is refused.
+    # new to this one, whose push of it goes out with its next call and is refused then.
     other = make(redis_client, worker="w2")
-    assert not other.seen(u) and not other.push(u, u, 0) and other.seen(u)
+    assert not other.seen(u) and other.push(u, u, 0) and other.seen(u)
+    assert other.refused == 0 and other.pending() == 1 and other.refused == 1
     assert frontier.push_many([(u, u, 0, None, None), (v, v, 1, None, '{"k": 1}')]) == [False, True]
     first = frontier.lease()
     assert first is not None and first.url == u
@@ -701,7 +702,8 @@ def test_measure_bytes_per_url_and_round_trips(redis_client, capsys):
     ping = timings(redis_client, [redis_client.ping for _ in extra]).split(";")[0]
     nothing = redis_client.register_script("return 1")
     baseline = timings(redis_client, [lambda: nothing(keys=trips.keys) for _ in extra])
-    push = timings(redis_client, [lambda u=u: trips.push(u, u, 1) for u in extra])
+    # A link's push waits for the worker's next call: sent on its own here, one round trip each.
+    push = timings(redis_client, [lambda u=u: (trips.push(u, u, 1), trips.flush()) for u in extra])
     lease = timings(redis_client, [trips.lease for _ in extra])
     ack = timings(redis_client, [lambda u=u: trips.ack(u, "stored") for u in extra])
     n = len(urls)
@@ -726,3 +728,22 @@ def test_measure_bytes_per_url_and_round_trips(redis_client, capsys):
     assert {redis_client.object("encoding", k) for k in seen} == {b"intset"}
     assert seen_bytes / n < 12
     assert used / n < 600
+
+
+def test_scripts_go_out_in_one_round_trip_and_come_back_after_redis_lost_them(redis_client):
+    frontier = make(redis_client)
+    urls = [url(0, str(i)) for i in range(3)]
+    redis_client.config_resetstat()
+    assert all(frontier.push(u, u, 0) for u in urls)  # held for the next call
+    assert frontier.lease() is not None  # the three pushes and the lease: one pipeline
+    calls = redis_client.info("commandstats")
+    assert calls["cmdstat_evalsha"]["calls"] == 4
+    assert not any(name.startswith("cmdstat_script") for name in calls)  # no SCRIPT EXISTS
+    redis_client.script_flush()  # as a restart loses them
+    more = [url(1, str(i)) for i in range(2)]
+    assert all(frontier.push(u, u, 0) for u in more)
+    assert frontier.pending() == 4  # the pipeline met NOSCRIPT, and went again whole
+    assert frontier.refused == 0
+    redis_client.script_flush()
+    frontier.ack(urls[0], "stored")  # a single call too
+    assert frontier.pending() == 4 and frontier.active()
