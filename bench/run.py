@@ -6,6 +6,7 @@
     python -m bench.run --preset latency --runs 1        # 200 ms per answer; Tarantula vs wget
     python -m bench.run --memory                         # Tarantula's peak RSS on small and large
     python -m bench.run --crawlers tarantula,tarantula-warc,tarantula-browse  # warc, browsable
+    python -m bench.run --crawlers tarantula --baseline 00f66a9   # today's against a commit's
 
 One invocation generates the web for a free port on 127.0.0.1, starts one server (nginx, or the
 asyncio server of :mod:`bench.servers`) and runs every crawler once per run against it, one after
@@ -97,14 +98,15 @@ def machine_busy() -> float:
     return busy / _TICK
 
 
-def child_env() -> dict[str, str]:
-    """The harness's environment without proxy settings or a Scrapy project of its own."""
+def child_env(tree: Path = PROJECT) -> dict[str, str]:
+    """The harness's environment without proxy settings or a Scrapy project of its own; Python
+    finds Tarantula in ``tree`` (the project's, or a baseline's worktree) first."""
     env = {
         k: v
         for k, v in os.environ.items()
         if k.lower() not in _PROXY_VARIABLES and not k.startswith("SCRAPY_")
     }
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), env.get("PYTHONPATH")]))
     return env
 
 
@@ -114,18 +116,19 @@ def measure(
     out: Path,
     timeout: float,
     server_cpu: Callable[[], float] = lambda: 0.0,
+    tree: Path = PROJECT,
 ) -> Measured:
     """Run ``command`` with stdout and stderr to ``out``; time it and read its rusage (through
     :mod:`bench.peak`, so that the harness's own memory is not counted as the command's)."""
     peak = out.with_name(out.name + ".peak")
-    command = [sys.executable, "-m", "bench.peak", str(peak), "--", *command]
+    command = [sys.executable, str(BENCH / "peak.py"), str(peak), "--", *command]
     with open(out, "wb") as log:
         busy, server = machine_busy(), server_cpu()
         started = time.perf_counter()
         process = subprocess.Popen(
             command,
             cwd=cwd,
-            env=child_env(),
+            env=child_env(tree),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -395,12 +398,16 @@ def index_urls(index: Path) -> list[str]:
     return urls
 
 
-def run_tarantula(folder: Path, ctx: Context, run: int, crawler: str = "tarantula") -> Result:
+def run_tarantula(folder: Path, ctx: Context, run: int, crawler: str = "tarantula",
+                  tree: Path = PROJECT) -> Result:  # fmt: skip
+    """Tarantula's crawl, from the project's tree or from ``tree`` (a baseline's worktree)."""
     folder.mkdir(parents=True)
     web = ctx.web
-    conf = write_tarantula_conf(folder, web, ctx.tarantula_seeds, TARANTULA_OUTPUTS[crawler])
+    conf = write_tarantula_conf(
+        folder, web, ctx.tarantula_seeds, TARANTULA_OUTPUTS.get(crawler, ())
+    )
     command = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
-    m = measure(command, PROJECT, folder / "output.txt", ctx.timeout, ctx.server_cpu)
+    m = measure(command, tree, folder / "output.txt", ctx.timeout, ctx.server_cpu, tree)
     urls = index_urls(folder / "repository" / "index.txt")
     fraction, missing = completeness(set(urls), web)
     notes = _missing_notes(crawler, missing, web)
@@ -518,12 +525,15 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _commit() -> str:
-    """The project's commit, and whether Tarantula's code differs from it (read-only git)."""
+def _commit(rev: str = "HEAD") -> str:
+    """The project's commit (or ``rev``'s), and whether Tarantula's code differs from HEAD's
+    (read-only git)."""
     try:
         head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT, capture_output=True, text=True
+            ["git", "rev-parse", "--short", rev], cwd=PROJECT, capture_output=True, text=True
         ).stdout.strip()
+        if rev != "HEAD":
+            return head or "unknown"
         changed = subprocess.run(
             ["git", "status", "--porcelain", "--", "tarantula"],
             cwd=PROJECT,
@@ -681,7 +691,9 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
     web = make_web(root, preset, args.seed)
     seeds = [web.seed] if args.single_seed else list(web.manifest["host_roots"])
     timeout = args.timeout or default_timeout(web, delay)
-    with serving(web, kind, delay) as (server, server_cpu):
+    with serving(web, kind, delay) as (server, server_cpu), baseline(args.baseline, root) as old:
+        if old is not None:
+            crawlers.append(old)
         print(f"serving on 127.0.0.1:{web.port} with {server}", flush=True)
         ctx = Context(web, timeout, server_cpu, seeds)
         results = crawl_runs(ctx, root, crawlers, args.runs, args.keep)
@@ -711,9 +723,17 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
             else ""
         ),
         *machine_lines(),
+        *(
+            [
+                f"- tarantula@{args.baseline}: Tarantula as of commit {_commit(args.baseline)}, same config"
+            ]
+            if args.baseline
+            else []
+        ),
         f"- started: {started}; command: `python -m bench.run {' '.join(args.argv)}`",
     ]
     extra = [f"- {note}" for note in server_notes]
+    extra += baseline_lines(results)
     if preset == "latency":
         extra += latency_lines(results, web, delay)
     extra += output_lines(results)
@@ -721,6 +741,41 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
     text = report(f"Crawl benchmark: {preset}", header, results, args.runs, extra)
     path = write_report(text, preset, args.results_dir)
     return text + f"\n(written to {path})\n"
+
+
+@contextlib.contextmanager
+def baseline(rev: str | None, root: Path) -> Iterator[str | None]:
+    """With ``rev``: a git worktree of the project at that revision, and a crawler
+    ``tarantula@REV`` that runs Tarantula from it (removed at the end)."""
+    if not rev:
+        yield None
+        return
+    tree = root / "baseline"
+    git = ["git", "-C", str(PROJECT), "worktree"]
+    subprocess.run([*git, "add", "--detach", str(tree), rev], check=True, capture_output=True)
+    name = f"tarantula@{rev}"
+    RUNNERS[name] = functools.partial(run_tarantula, crawler=name, tree=tree)
+    try:
+        yield name
+    finally:
+        del RUNNERS[name]
+        subprocess.run([*git, "remove", "--force", str(tree)], check=False, capture_output=True)
+
+
+def baseline_lines(results: list[Result]) -> list[str]:
+    """Tarantula against a baseline revision of itself (medians)."""
+    by = {m.result.crawler: m for m in medians(results)}
+    now = by.get("tarantula")
+    old = next((m for name, m in by.items() if name.startswith("tarantula@")), None)
+    if now is None or old is None or not old.pages_per_s or not old.cpu_per_1k:
+        return []
+    return [
+        "## Against the baseline",
+        "",
+        f"- tarantula / {old.result.crawler} (medians): CPU s / 1k pages {now.cpu_per_1k:.2f} / "
+        f"{old.cpu_per_1k:.2f} = {now.cpu_per_1k / old.cpu_per_1k:.2f}; pages/s "
+        f"{now.pages_per_s:.1f} / {old.pages_per_s:.1f} = {now.pages_per_s / old.pages_per_s:.2f}",
+    ]
 
 
 def latency_lines(results: list[Result], web: Web, delay: float) -> list[str]:
@@ -872,6 +927,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--timeout", type=float, help="seconds per crawl [300 + URLs x (0.05 + delay)]"
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run Tarantula as of git revision REV (from a worktree), beside today's",
     )
     parser.add_argument("--results-dir", type=Path, default=RESULTS)
     parser.add_argument(

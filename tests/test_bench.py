@@ -171,3 +171,17 @@ def test_tarantula_shared_through_redis_against_one_process(tmp_path: Path) -> N
         assert f"| {name} | median of 1 | 304 |" in done.stdout, done.stdout  # all, each once
         assert f"- {name} / tarantula (medians): pages/s " in done.stdout, done.stdout
     assert "- two workers / one worker: pages/s " in done.stdout, done.stdout
+
+
+def test_tarantula_against_a_baseline_revision_of_itself(tmp_path: Path) -> None:
+    def worktrees() -> str:
+        return subprocess.run(["git", "worktree", "list"], cwd=PROJECT, capture_output=True,
+                              text=True, check=True).stdout  # fmt: skip
+
+    before = worktrees()
+    done = bench("bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx", "--crawlers",
+                 "tarantula", "--baseline", "HEAD", results=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| tarantula@HEAD | median of 1 | 304 |" in done.stdout, done.stdout
+    assert "- tarantula / tarantula@HEAD (medians): CPU s / 1k pages " in done.stdout, done.stdout
+    assert worktrees() == before  # the baseline's worktree is gone

@@ -94,13 +94,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
 
 if TYPE_CHECKING:
     from redis import Redis
-    from redis.client import Pipeline
 
     from tarantula.core.frontier import Frontier
 
@@ -619,8 +618,8 @@ class Scripts:
             pipe.script_load(body)
         pipe.execute()
 
-    def add(self, pipe: Pipeline, name: str, keys: list[str], args: list[Any]) -> None:
-        """Add script ``name`` to ``pipe`` (a pipeline run by :meth:`execute`)."""
+    def add(self, pipe: Batch, name: str, keys: list[str], args: list[Any]) -> None:
+        """Add script ``name`` to ``pipe`` (a batch sent by :meth:`execute`)."""
         pipe.evalsha(self.sha[name], len(keys), *keys, *args)
 
     def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
@@ -631,18 +630,65 @@ class Scripts:
             self.load()
             return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
 
-    def execute(self, fill: Callable[[Pipeline], object]) -> list[Any]:
-        """A pipeline filled by ``fill`` (with :meth:`add` for scripts), executed."""
+    def execute(self, fill: Callable[[Batch], object]) -> list[Any]:
+        """A batch filled by ``fill`` (with :meth:`add` for scripts), sent (:func:`send`)."""
         for again in (False, True):
-            pipe = self.client.pipeline(transaction=False)
-            fill(pipe)
+            batch = Batch()
+            fill(batch)
             try:
-                return cast("list[Any]", pipe.execute())
+                return send(self.client, batch)
             except NoScriptError:
                 if again:
                     raise
                 self.load()
         raise AssertionError("unreachable")
+
+
+class Batch:
+    """Commands to send together, in one round trip (:func:`send`)."""
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[Any, ...]] = []
+
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> None:
+        self.commands.append(("EVALSHA", sha, numkeys, *keys_and_args))
+
+    def hget(self, name: str, key: str) -> None:
+        self.commands.append(("HGET", name, key))
+
+
+def send(client: Redis, batch: Batch) -> list[Any]:
+    """The replies to ``batch``'s commands, sent in one round trip; raises the first error reply
+    once every reply is read.
+
+    On a client with a connection of its own (``single_connection_client``, as
+    :func:`~tarantula.frontiers.shared.connect` makes) the commands go straight down that
+    connection with its retry policy; a redis-py pipeline would take a connection from the pool
+    and check it, which costs as much as the round trip saved. Other clients use a pipeline.
+    """
+    conn = client.connection
+    if conn is None:
+        pipe = client.pipeline(transaction=False)
+        for command in batch.commands:
+            pipe.execute_command(*command)
+        return cast("list[Any]", pipe.execute())
+
+    def exchange() -> list[Any]:
+        conn.send_packed_command(conn.pack_commands(batch.commands))
+        replies: list[Any] = []
+        for command in batch.commands:
+            try:
+                replies.append(client.parse_response(conn, command[0]))
+            except ResponseError as error:  # read on: the connection must stay in step
+                replies.append(error)
+        return replies
+
+    with client.single_connection_lock:
+        replies = conn.retry.call_with_retry(exchange, lambda error: conn.disconnect())
+    for reply in replies:
+        if isinstance(reply, ResponseError):
+            raise reply
+    return cast("list[Any]", replies)
 
 
 def default_worker() -> str:
@@ -736,7 +782,7 @@ class RedisFrontier:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _run(self, name: str, *args: Any, client: Pipeline | None = None) -> Any:
+    def _run(self, name: str, *args: Any, client: Batch | None = None) -> Any:
         """Run script ``name`` (in ``client``, a pipeline, when given); the pushes not sent yet go
         first, in the same round trip."""
         if client is not None:
@@ -746,7 +792,7 @@ class RedisFrontier:
             return self.scripts.run(name, self.keys, [self.prefix, *args])
         unsent, self._unsent = self._unsent, []
 
-        def fill(pipe: Pipeline) -> None:
+        def fill(pipe: Batch) -> None:
             self.add_pushes(pipe, unsent)
             self.scripts.add(pipe, name, self.keys, [self.prefix, *args])
 
@@ -754,7 +800,7 @@ class RedisFrontier:
         self.pushes_sent(replies[: len(unsent)])
         return replies[-1]
 
-    def add_pushes(self, pipe: Pipeline, pushes: list[list[Any]]) -> None:
+    def add_pushes(self, pipe: Batch, pushes: list[list[Any]]) -> None:
         """Add ``pushes`` (the arguments of each) to ``pipe``."""
         for args in pushes:
             self.scripts.add(pipe, "push", self.keys, [self.prefix, *args])
@@ -965,7 +1011,7 @@ class RedisFrontier:
             return Lease(entry, server, "leased", charged)
         return Lease(None, server, "idle")
 
-    def ack(self, url: str, outcome: str, *, pipe: Pipeline | None = None) -> None:
+    def ack(self, url: str, outcome: str, *, pipe: Batch | None = None) -> None:
         """``url`` is handled: its record goes, ``outcome`` is counted, and if it was leased its
         lease ends and its host's slot is freed. An ack from a worker whose lease expired still
         counts (the work is done); a second ack does nothing. With ``pipe`` the script goes out

@@ -97,11 +97,10 @@ from tarantula.core.database import StateDB, write_lines
 from tarantula.core.documents import OutputFiles, StoredDocument
 from tarantula.core.repository import STATE_FOLDER
 from tarantula.core.state import COMPLETE, Run
-from tarantula.frontiers.redis import LUA_TIME, RedisFrontier, Scripts, url_id
+from tarantula.frontiers.redis import LUA_TIME, Batch, RedisFrontier, Scripts, send, url_id
 
 if TYPE_CHECKING:
     from redis import Redis
-    from redis.client import Pipeline
 
 
 logger = logging.getLogger(__name__)
@@ -635,10 +634,10 @@ class RedisDocumentStore(OutputFiles):
         return None if owner is None else owner.decode()
 
     def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hget(self.prefix + "docs", url)
-        pipe.hget(self.prefix + "doc-path", path)
-        raw, owner = cast("list[bytes | None]", pipe.execute())
+        batch = Batch()
+        batch.hget(self.prefix + "docs", url)
+        batch.hget(self.prefix + "doc-path", path)
+        raw, owner = cast("list[bytes | None]", send(self.client, batch))
         doc = None if raw is None else _stored(url, _decode(raw))
         return doc, None if owner is None else owner.decode()
 
@@ -677,7 +676,7 @@ class RedisDocumentStore(OutputFiles):
         """How many documents are stored, by every worker."""
         return int(self.client.hlen(self.prefix + "docs"))
 
-    def store(self, doc: StoredDocument, *, pipe: Pipeline | None = None) -> None:
+    def store(self, doc: StoredDocument, *, pipe: Batch | None = None) -> None:
         """Record a stored document, new or replaced; its page and content claims end. Its index
         line follows the next commit, if this store created the record in this generation.
 
@@ -899,7 +898,7 @@ class RedisState:
         until now)."""
         pushes = self.frontier.take_pushes()
 
-        def fill(pipe: Pipeline) -> None:
+        def fill(pipe: Batch) -> None:
             self.frontier.add_pushes(pipe, pushes)  # the page's links go before its ack
             self.documents.store(doc, pipe=pipe)
             self.frontier.ack(doc.url, "stored", pipe=pipe)

@@ -85,9 +85,11 @@ def connect(url: str, *, retry_forever: bool = True) -> Redis:
             return wait
 
     try:
+        # One connection for the direct calls (pipelines take theirs from the pool): a worker
+        # calls Redis from the reactor thread only, and a pool's checks cost a third of a call.
         client = redis.Redis.from_url(
             url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT,
-            health_check_interval=30,
+            health_check_interval=30, single_connection_client=True,
         )  # fmt: skip
         client.ping()
     except (redis.RedisError, OSError, ValueError) as exc:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -730,8 +731,16 @@ def test_measure_bytes_per_url_and_round_trips(redis_client, capsys):
     assert used / n < 600
 
 
-def test_scripts_go_out_in_one_round_trip_and_come_back_after_redis_lost_them(redis_client):
-    frontier = make(redis_client)
+@pytest.mark.parametrize("own_connection", [False, True], ids=["pool", "own-connection"])
+def test_scripts_go_out_in_one_round_trip_and_come_back_after_redis_lost_them(
+    redis_client, own_connection
+):
+    # A batch goes through a redis-py pipeline, or straight down a client's own connection.
+    client = redis_client
+    if own_connection:
+        where = redis_client.get_connection_kwargs()
+        client = redis.Redis(host=where["host"], port=where["port"], single_connection_client=True)
+    frontier = make(client)
     urls = [url(0, str(i)) for i in range(3)]
     redis_client.config_resetstat()
     assert all(frontier.push(u, u, 0) for u in urls)  # held for the next call
