@@ -624,6 +624,8 @@ class Scripts:
 
     def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run script ``name`` now."""
+        if self.client.connection is not None:  # straight down the connection, as a batch
+            return self.execute(lambda batch: self.add(batch, name, keys, args))[0]
         try:
             return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
         except NoScriptError:
