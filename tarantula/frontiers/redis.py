@@ -498,9 +498,9 @@ _SCRIPTS = {
 }
 
 _U32 = struct.Struct(">I")
+_U16 = struct.Struct(">H")
 #: Links' pushes held for the next call to Redis before they are sent on their own.
 MAX_UNSENT = 256
-_U16 = struct.Struct(">H")
 
 
 def url_id(url: str) -> tuple[bytes, int]:
@@ -592,13 +592,13 @@ class Lease:
 
 
 class Scripts:
-    """Lua scripts run by their SHA1, alone or in a pipeline (one round trip).
+    """Lua scripts run by their SHA1, alone or several in one round trip (a :class:`Batch`).
 
     redis-py's ``Script`` asks ``SCRIPT EXISTS`` before every pipeline that holds one: a second
     round trip each time. Here the scripts of every :class:`Scripts` of the process are loaded
     together instead, when the first is made and whenever Redis answers ``NOSCRIPT`` (it lost
-    them in a restart). So either all are there or none is, and a pipeline that met ``NOSCRIPT``
-    ran none of its scripts: it is sent again, whole.
+    them in a restart). So either all are there or none is, and a batch that met ``NOSCRIPT`` ran
+    none of its scripts: it is sent again, whole.
     """
 
     _every: ClassVar[dict[str, str]] = {}  # SHA1 -> body, of every script made in the process
@@ -618,9 +618,9 @@ class Scripts:
             pipe.script_load(body)
         pipe.execute()
 
-    def add(self, pipe: Batch, name: str, keys: list[str], args: list[Any]) -> None:
-        """Add script ``name`` to ``pipe`` (a batch sent by :meth:`execute`)."""
-        pipe.evalsha(self.sha[name], len(keys), *keys, *args)
+    def add(self, batch: Batch, name: str, keys: list[str], args: list[Any]) -> None:
+        """Add script ``name`` to ``batch`` (sent by :meth:`execute`)."""
+        batch.evalsha(self.sha[name], len(keys), *keys, *args)
 
     def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run script ``name`` now."""
@@ -665,8 +665,8 @@ def send(client: Redis, batch: Batch) -> list[Any]:
 
     On a client with a connection of its own (``single_connection_client``, as
     :func:`~tarantula.frontiers.shared.connect` makes) the commands go straight down that
-    connection with its retry policy; a redis-py pipeline would take a connection from the pool
-    and check it, which costs as much as the round trip saved. Other clients use a pipeline.
+    connection with its retry policy; a redis-py pipeline would check a connection out of the pool
+    and back, which costs about as much CPU as a second round trip. Other clients use a pipeline.
     """
     conn = client.connection
     if conn is None:
@@ -784,32 +784,32 @@ class RedisFrontier:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _run(self, name: str, *args: Any, client: Batch | None = None) -> Any:
-        """Run script ``name`` (in ``client``, a pipeline, when given); the pushes not sent yet go
+    def _run(self, name: str, *args: Any, batch: Batch | None = None) -> Any:
+        """Run script ``name`` (or add it to ``batch``, when given); the pushes not sent yet go
         first, in the same round trip."""
-        if client is not None:
-            self.scripts.add(client, name, self.keys, [self.prefix, *args])
+        if batch is not None:
+            self.scripts.add(batch, name, self.keys, [self.prefix, *args])
             return None
         if not self._unsent:
             return self.scripts.run(name, self.keys, [self.prefix, *args])
         unsent, self._unsent = self._unsent, []
 
-        def fill(pipe: Batch) -> None:
-            self.add_pushes(pipe, unsent)
-            self.scripts.add(pipe, name, self.keys, [self.prefix, *args])
+        def fill(batch: Batch) -> None:
+            self.add_pushes(batch, unsent)
+            self.scripts.add(batch, name, self.keys, [self.prefix, *args])
 
         replies = self.scripts.execute(fill)
         self.pushes_sent(replies[: len(unsent)])
         return replies[-1]
 
-    def add_pushes(self, pipe: Batch, pushes: list[list[Any]]) -> None:
-        """Add ``pushes`` (the arguments of each) to ``pipe``."""
+    def add_pushes(self, batch: Batch, pushes: list[list[Any]]) -> None:
+        """Add ``pushes`` (the arguments of each) to ``batch``."""
         for args in pushes:
-            self.scripts.add(pipe, "push", self.keys, [self.prefix, *args])
+            self.scripts.add(batch, "push", self.keys, [self.prefix, *args])
 
     def take_pushes(self) -> list[list[Any]]:
-        """The pushes not sent yet, for a pipeline of the caller's (:meth:`add_pushes`; their
-        replies go to :meth:`pushes_sent`)."""
+        """The pushes not sent yet, for a batch of the caller's (:meth:`add_pushes`; their replies
+        go to :meth:`pushes_sent`)."""
         unsent, self._unsent = self._unsent, []
         return unsent
 
@@ -821,7 +821,7 @@ class RedisFrontier:
         """Send the pushes not sent yet now."""
         if self._unsent:
             unsent, self._unsent = self._unsent, []
-            self.pushes_sent(self.scripts.execute(lambda pipe: self.add_pushes(pipe, unsent)))
+            self.pushes_sent(self.scripts.execute(lambda batch: self.add_pushes(batch, unsent)))
 
     def _timed(self, name: str, *args: Any) -> tuple[Any, float]:
         """Run a script that answers with the server time; keep the clock offset up to date."""
@@ -890,7 +890,7 @@ class RedisFrontier:
     def _push_batch(self, batch: list[list[Any]]) -> int:
         if not batch:
             return 0
-        return sum(int(r) for r in self.scripts.execute(lambda pipe: self.add_pushes(pipe, batch)))
+        return sum(int(r) for r in self.scripts.execute(lambda out: self.add_pushes(out, batch)))
 
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything: seen, and under dfs no
@@ -964,7 +964,7 @@ class RedisFrontier:
         the batch is not."""
         self.flush()
         batch = [self._push_args(*item, "push") for item in items]
-        return [bool(r) for r in self.scripts.execute(lambda pipe: self.add_pushes(pipe, batch))]
+        return [bool(r) for r in self.scripts.execute(lambda out: self.add_pushes(out, batch))]
 
     def requeue(self, url: str, original: str, depth: int, key: bytes | None = None,
                 extra: str | None = None) -> None:  # fmt: skip
@@ -1013,12 +1013,12 @@ class RedisFrontier:
             return Lease(entry, server, "leased", charged)
         return Lease(None, server, "idle")
 
-    def ack(self, url: str, outcome: str, *, pipe: Batch | None = None) -> None:
+    def ack(self, url: str, outcome: str, *, batch: Batch | None = None) -> None:
         """``url`` is handled: its record goes, ``outcome`` is counted, and if it was leased its
         lease ends and its host's slot is freed. An ack from a worker whose lease expired still
-        counts (the work is done); a second ack does nothing. With ``pipe`` the script goes out
+        counts (the work is done); a second ack does nothing. With ``batch`` the script goes out
         when the pipeline is executed."""
-        self._run("ack", url_id(url)[0], outcome, client=pipe)
+        self._run("ack", url_id(url)[0], outcome, batch=batch)
 
     def release(self, host: str) -> None:
         """Nothing: a host's shared slot is freed by :meth:`ack` (or :meth:`requeue`, or the

@@ -676,18 +676,18 @@ class RedisDocumentStore(OutputFiles):
         """How many documents are stored, by every worker."""
         return int(self.client.hlen(self.prefix + "docs"))
 
-    def store(self, doc: StoredDocument, *, pipe: Batch | None = None) -> None:
+    def store(self, doc: StoredDocument, *, batch: Batch | None = None) -> None:
         """Record a stored document, new or replaced; its page and content claims end. Its index
         line follows the next commit, if this store created the record in this generation.
 
-        With ``pipe`` the script goes out with the pipeline's other commands, in one round trip:
-        :meth:`stored_in` takes the answer once ``pipe`` is executed."""
+        With ``batch`` the script goes out with the batch's other commands, in one round trip:
+        :meth:`stored_in` takes the answer once ``batch`` is sent."""
         fields: dict[str, Any] = dataclasses.asdict(doc)
         del fields["url"]  # the hash's field
         data = json.dumps(fields, ensure_ascii=False)
         args = (doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0])
-        if pipe is not None:
-            self.scripts.add(pipe, "store", self.keys, [self.prefix, *args])
+        if batch is not None:
+            self.scripts.add(batch, "store", self.keys, [self.prefix, *args])
             return
         self.stored_in(doc, self._run("store", *args))
 
@@ -898,10 +898,10 @@ class RedisState:
         until now)."""
         pushes = self.frontier.take_pushes()
 
-        def fill(pipe: Batch) -> None:
-            self.frontier.add_pushes(pipe, pushes)  # the page's links go before its ack
-            self.documents.store(doc, pipe=pipe)
-            self.frontier.ack(doc.url, "stored", pipe=pipe)
+        def fill(batch: Batch) -> None:
+            self.frontier.add_pushes(batch, pushes)  # the page's links go before its ack
+            self.documents.store(doc, batch=batch)
+            self.frontier.ack(doc.url, "stored", batch=batch)
 
         replies = self.frontier.scripts.execute(fill)
         self.frontier.pushes_sent(replies[: len(pushes)])
