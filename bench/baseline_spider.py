@@ -6,6 +6,9 @@ Follow only, no storage: one rule, a callback that returns nothing, robots.txt o
     scrapy runspider bench/baseline_spider.py -a seed=http://h00.bench.test:PORT/ \\
         -s BENCH_URL_LOG=urls.txt -s ROBOTSTXT_OBEY=True -s CONCURRENT_REQUESTS=16 ...
 
+With ``-a urls=FILE`` (one URL a line) it fetches exactly those URLs and follows nothing: what
+Scrapy itself spends to download each page of the web once, its floor (crawler ``scrapy-fetch``).
+
 With ``BENCH_URL_LOG`` set, every response received (robots.txt included) is written there as one
 ``STATUS URL`` line, so the harness can tell which URLs were fetched.
 """
@@ -32,9 +35,16 @@ class BaselineSpider(CrawlSpider):
     name = "baseline"
     rules = (follow_rule(DOMAIN),)
 
-    def __init__(self, seed: str = "", *args: Any, **kwargs: Any) -> None:
+    def __init__(self, seed: str = "", urls: str = "", *args: Any, **kwargs: Any) -> None:
+        if urls:  # fetch these, follow nothing (no rules)
+            self.rules = ()
+            super().__init__(*args, **kwargs)
+            with open(urls, encoding="utf-8") as lines:
+                self.start_urls = [line.strip() for line in lines if line.strip()]
+            self._url_log = None
+            return
         if not seed:
-            raise ValueError("the baseline spider needs -a seed=URL")
+            raise ValueError("the baseline spider needs -a seed=URL or -a urls=FILE")
         # LinkExtractor's allow_domains is matched against the URL's netloc, port included: on a
         # server with a port, "h01.bench.test:8080" is only in the domain "bench.test:8080".
         port = urlsplit(seed).port

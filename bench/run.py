@@ -66,7 +66,7 @@ TARANTULA_OUTPUTS: dict[str, tuple[str, ...]] = {
 }
 #: Tarantula sharing the crawl through a fresh Redis (bench/shared.py): the number of workers.
 SHARED_WORKERS = {"tarantula-redis1": 1, "tarantula-redis2": 2}
-CRAWLERS = (*TARANTULA_OUTPUTS, *SHARED_WORKERS, "scrapy", "wget")
+CRAWLERS = (*TARANTULA_OUTPUTS, *SHARED_WORKERS, "scrapy", "scrapy-fetch", "wget")
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"}
 
 
@@ -425,7 +425,10 @@ def run_tarantula(folder: Path, ctx: Context, run: int, crawler: str = "tarantul
     return Result.of(crawler, run, len(urls), m, fraction, notes)
 
 
-def run_scrapy(folder: Path, ctx: Context, run: int) -> Result:
+def run_scrapy(folder: Path, ctx: Context, run: int, fetch_only: bool = False) -> Result:
+    """Bare Scrapy following every link from the seed; with ``fetch_only``, fetching each URL of
+    the web once from a list and parsing nothing (``scrapy-fetch``: Scrapy's own cost per page)."""
+    name = "scrapy-fetch" if fetch_only else "scrapy"
     folder.mkdir(parents=True)
     web = ctx.web
     url_log, log = folder / "urls.txt", folder / "scrapy.log"
@@ -445,9 +448,14 @@ def run_scrapy(folder: Path, ctx: Context, run: int) -> Result:
         "BENCH_URL_LOG": str(url_log),
     }
     command = [sys.executable, "-m", "scrapy", "runspider", str(BASELINE_SPIDER)]
-    command += ["-a", f"seed={web.seed}"]
-    for name, value in settings.items():
-        command += ["-s", f"{name}={value}"]
+    if fetch_only:
+        url_list = folder / "fetch.txt"
+        url_list.write_text("".join(f"{url}\n" for url in web.manifest["urls"]), encoding="utf-8")
+        command += ["-a", f"urls={url_list}"]
+    else:
+        command += ["-a", f"seed={web.seed}"]
+    for setting, value in settings.items():
+        command += ["-s", f"{setting}={value}"]
     # The working folder is outside the project, so none of Tarantula's project settings apply.
     m = measure(command, folder, folder / "output.txt", ctx.timeout, ctx.server_cpu)
     lines = url_log.read_text(encoding="utf-8").splitlines() if url_log.exists() else []
@@ -455,21 +463,21 @@ def run_scrapy(folder: Path, ctx: Context, run: int) -> Result:
     documents = [u for u in fetched if not u.endswith("/robots.txt")]
     ok = {u for line, u in zip(lines, fetched, strict=True) if line.startswith("200 ")}
     fraction, missing = completeness(ok, web)
-    notes = _missing_notes("scrapy", missing, web)
+    notes = _missing_notes(name, missing, web)
     log_text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
     stat = re.search(r"'response_received_count': (\d+)", log_text)
     if stat and int(stat.group(1)) != len(fetched):
-        notes.append(f"scrapy: response_received_count {stat.group(1)}, URL log {len(fetched)}")
+        notes.append(f"{name}: response_received_count {stat.group(1)}, URL log {len(fetched)}")
     if "'BOT_NAME': 'tarantula'" in log_text:
-        notes.append("scrapy: Tarantula's project settings were loaded")
+        notes.append(f"{name}: Tarantula's project settings were loaded")
     dupes = len(documents) - len(set(documents))
     if dupes:
         notes.append(
-            f"scrapy: {dupes} URL(s) fetched twice (CrawlSpider's start URL is dont_filter)"
+            f"{name}: {dupes} URL(s) fetched twice (CrawlSpider's start URL is dont_filter)"
         )
     if m.status != 0 or (stat is None and m.status != "timeout"):
-        notes += [f"scrapy log: {line}" for line in _log_lines(log_text, ("ERROR", "CRITICAL"))]
-    return Result.of("scrapy", run, len(documents), m, fraction, notes)
+        notes += [f"{name} log: {line}" for line in _log_lines(log_text, ("ERROR", "CRITICAL"))]
+    return Result.of(name, run, len(documents), m, fraction, notes)
 
 
 _WGET_URL = re.compile(r"URL:\s*(\S+)")
@@ -592,6 +600,7 @@ RUNNERS: dict[str, Runner] = {
     **{name: functools.partial(run_tarantula, crawler=name) for name in TARANTULA_OUTPUTS},
     **{name: functools.partial(run_shared, workers=n) for name, n in SHARED_WORKERS.items()},
     "scrapy": run_scrapy,
+    "scrapy-fetch": functools.partial(run_scrapy, fetch_only=True),
     "wget": run_wget,
 }
 
@@ -718,6 +727,11 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
         + f"; bare Scrapy: CrawlSpider, CONCURRENT_REQUESTS "
         f"and CONCURRENT_REQUESTS_PER_DOMAIN {CONCURRENCY}, robots.txt obeyed"
         + (
+            "; scrapy-fetch: the same spider given every URL of the web, following and parsing nothing"
+            if "scrapy-fetch" in crawlers
+            else ""
+        )
+        + (
             "; wget: one connection, through the server as an HTTP proxy"
             if "wget" in crawlers
             else ""
@@ -734,6 +748,7 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
     ]
     extra = [f"- {note}" for note in server_notes]
     extra += baseline_lines(results)
+    extra += floor_lines(results)
     if preset == "latency":
         extra += latency_lines(results, web, delay)
     extra += output_lines(results)
@@ -776,6 +791,23 @@ def baseline_lines(results: list[Result]) -> list[str]:
         f"{old.cpu_per_1k:.2f} = {now.cpu_per_1k / old.cpu_per_1k:.2f}; pages/s "
         f"{now.pages_per_s:.1f} / {old.pages_per_s:.1f} = {now.pages_per_s / old.pages_per_s:.2f}",
     ]
+
+
+def floor_lines(results: list[Result]) -> list[str]:
+    """Tarantula (and a baseline revision) against Scrapy's floor: the CPU bare Scrapy spends to
+    fetch every page of the web once, parsing nothing (``scrapy-fetch``)."""
+    by = {m.result.crawler: m for m in medians(results)}
+    floor = by.pop("scrapy-fetch", None)
+    if floor is None or not floor.cpu_per_1k:
+        return []
+    lines = ["## Against Scrapy's floor", ""]
+    for name, m in by.items():
+        if name.startswith("tarantula") and m.cpu_per_1k:
+            lines.append(
+                f"- {name} / scrapy-fetch (medians): CPU s / 1k pages {m.cpu_per_1k:.2f} / "
+                f"{floor.cpu_per_1k:.2f} = {m.cpu_per_1k / floor.cpu_per_1k:.2f}"
+            )
+    return lines
 
 
 def latency_lines(results: list[Result], web: Web, delay: float) -> list[str]:

@@ -148,6 +148,18 @@ def test_tarantula_with_warc_and_browsable_against_without(tmp_path: Path) -> No
         assert f"- {name} / tarantula (medians): pages/s " in done.stdout, done.stdout
 
 
+def test_scrapy_fetching_every_url_once_is_the_floor_tarantula_is_measured_against(
+    tmp_path: Path,
+) -> None:
+    done = bench("bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx", "--crawlers",
+                 "tarantula,scrapy-fetch", results=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Every URL of the web, PDFs included, fetched once: nothing followed, nothing missed.
+    assert "| scrapy-fetch | median of 1 | 304 |" in done.stdout, done.stdout
+    assert "- tarantula / scrapy-fetch (medians): CPU s / 1k pages " in done.stdout, done.stdout
+    assert "fetched twice" not in done.stdout, done.stdout
+
+
 def test_verify_benchmark_builds_a_whole_repository(tmp_path: Path) -> None:
     done = bench("bench.verify", "--documents", "300", "--hosts", "2", "--runs", "1",
                  results=tmp_path)  # fmt: skip

@@ -194,6 +194,18 @@ def normalize_url(url: str, *, sort_query: bool = False) -> str:
     return _normalize(url, sort_query)
 
 
+def verbatim(normalized_url: str) -> bool:
+    """True when a normalized URL may be sent as it is: every character is one an HTTP client
+    sends unescaped, save ``[`` and ``]``, which normalization keeps in a path (RFC 3986 allows
+    them there) and Scrapy's ``safe_url_string`` escapes (tests/core/test_urls.py checks this
+    against w3lib).
+
+    >>> verbatim("http://ex.com/a%20b?q=1"), verbatim("http://ex.com/[x]"), verbatim("http://[::1]/")
+    (True, False, False)
+    """
+    return "[" not in normalized_url and "]" not in normalized_url
+
+
 # Pages repeat their navigation links: a small cache catches those; a larger one only costs memory
 # that grows with the crawl (16,384 entries are about 4 MB).
 @lru_cache(maxsize=16384)

@@ -17,7 +17,9 @@ from tarantula.core.urls import (
     join_url,
     normalize_url,
     url_md5,
+    verbatim,
 )
+from w3lib.url import safe_url_string
 
 NORMALIZED = [
     # scheme and host lower-cased
@@ -384,6 +386,23 @@ def test_normalization_is_idempotent(url, sort_query):
         assert not re.search(r"%(2[DE]|3[0-9]|4[1-9A-F]|5[0-9AF]|6[1-9A-F]|7[0-9AE])", normalized)
         path = normalized.partition("?")[0].split("/")[3:]
         assert "." not in path and ".." not in path
+
+
+@settings(max_examples=1000)
+@given(st.one_of(_URLS, st.text()), st.booleans())
+def test_a_normalized_url_is_already_what_scrapy_would_send(url, sort_query):
+    # tarantula.meta sends such URLs verbatim (Scrapy's verbatim_url) instead of through
+    # safe_url_string again; it escapes "[" and "]" in a path, which normalization keeps.
+    normalized = _accepted(url, sort_query)
+    if normalized is not None and not verbatim(normalized):
+        assert "[" in normalized or "]" in normalized
+    if normalized is not None and verbatim(normalized):
+        assert safe_url_string(normalized) == normalized
+
+
+def test_a_url_with_brackets_goes_through_scrapy_as_ever():
+    assert not verbatim("http://[::1]/a") and not verbatim("http://h/[x]")
+    assert safe_url_string("http://h/[x]") != "http://h/[x]"  # why: Scrapy would escape them
 
 
 @given(st.sampled_from(["http", "https"]), _HOSTS, _PORTS, _TEXT, st.text(max_size=5))
