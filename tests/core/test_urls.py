@@ -7,6 +7,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from w3lib.url import safe_url_string
 
 from tarantula.core.urls import (
     InvalidUrl,
@@ -19,7 +20,6 @@ from tarantula.core.urls import (
     url_md5,
     verbatim,
 )
-from w3lib.url import safe_url_string
 
 NORMALIZED = [
     # scheme and host lower-cased
