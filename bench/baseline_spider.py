@@ -33,15 +33,15 @@ def follow_rule(domain: str) -> Rule:
 
 class BaselineSpider(CrawlSpider):
     name = "baseline"
-    rules = (follow_rule(DOMAIN),)
+    rules: tuple[Rule, ...] = (follow_rule(DOMAIN),)
 
     def __init__(self, seed: str = "", urls: str = "", *args: Any, **kwargs: Any) -> None:
+        self._url_log: IO[str] | None = None
         if urls:  # fetch these, follow nothing (no rules)
             self.rules = ()
             super().__init__(*args, **kwargs)
             with open(urls, encoding="utf-8") as lines:
                 self.start_urls = [line.strip() for line in lines if line.strip()]
-            self._url_log = None
             return
         if not seed:
             raise ValueError("the baseline spider needs -a seed=URL or -a urls=FILE")
@@ -52,7 +52,6 @@ class BaselineSpider(CrawlSpider):
             self.rules = (follow_rule(f"{DOMAIN}:{port}"),)
         super().__init__(*args, **kwargs)  # compiles self.rules
         self.start_urls = [seed]
-        self._url_log: IO[str] | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BaselineSpider:
