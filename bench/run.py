@@ -800,7 +800,7 @@ def floor_lines(results: list[Result]) -> list[str]:
     floor = by.pop("scrapy-fetch", None)
     if floor is None or not floor.cpu_per_1k:
         return []
-    lines = ["## Against Scrapy's floor", ""]
+    lines = ["", "## Against Scrapy's floor", ""]
     for name, m in by.items():
         if name.startswith("tarantula") and m.cpu_per_1k:
             lines.append(

@@ -342,6 +342,36 @@ class SiteServer:
             return Resource(b"route failed\n", 500, {"Content-Type": "text/plain"})
 
     def _static(self, record: RequestRecord) -> Resource:
+        found = self._locate(record)
+        if isinstance(found, Resource):
+            return found
+        if record.method not in ("GET", "HEAD"):
+            return Resource(b"", 405, {"Allow": "GET, HEAD"})
+        headers = {k.lower(): v for k, v in record.headers.items()}
+        port = _port_of(headers.get("host", ""))
+        default_port = 443 if record.scheme == "https" else 80
+        if port == default_port or found.suffix.lower() not in _REWRITTEN_SUFFIXES:
+            port = None  # served as stored
+        stat = found.stat()
+        validators = {
+            "Last-Modified": email.utils.formatdate(stat.st_mtime, usegmt=True),
+            "ETag": f'"{stat.st_mtime_ns:x}-{stat.st_size:x}' + (f'-{port}"' if port else '"'),
+        }
+        if "if-none-match" in headers:  # RFC 9110 13.2.2: it takes precedence over the date
+            fresh = _etag_matches(headers["if-none-match"], validators["ETag"])
+        else:
+            since = headers.get("if-modified-since")
+            fresh = since is not None and _not_modified_since(since, stat.st_mtime)
+        if fresh:
+            return Resource(b"", 304, validators)
+        body = found.read_bytes()
+        if port and self.root is not None:
+            body = _with_port(body, self.root, port)
+        return Resource(body, 200, {"Content-Type": _content_type(found, body)} | validators)
+
+    def _locate(self, record: RequestRecord) -> Path | Resource:
+        """The file a request's host and path name, or the answer when there is none (a folder
+        without its slash is redirected to it)."""
         host = record.host
         if self.root is None or not host or "/" in host or "\\" in host or host.strip(".") == "":
             return _not_found(f"No site for host {host!r}.")
@@ -360,29 +390,7 @@ class SiteServer:
             return Resource(b"", 301, {"Location": location, "Content-Type": HTML})
         if not path.is_file() or not path.resolve().is_relative_to(site.resolve()):
             return _not_found(f"No file {split.path!r} on {host}.")
-        if record.method not in ("GET", "HEAD"):
-            return Resource(b"", 405, {"Allow": "GET, HEAD"})
-        headers = {k.lower(): v for k, v in record.headers.items()}
-        port = _port_of(headers.get("host", ""))
-        default_port = 443 if record.scheme == "https" else 80
-        if port == default_port or path.suffix.lower() not in _REWRITTEN_SUFFIXES:
-            port = None  # served as stored
-        stat = path.stat()
-        validators = {
-            "Last-Modified": email.utils.formatdate(stat.st_mtime, usegmt=True),
-            "ETag": f'"{stat.st_mtime_ns:x}-{stat.st_size:x}' + (f'-{port}"' if port else '"'),
-        }
-        if "if-none-match" in headers:  # RFC 9110 13.2.2: it takes precedence over the date
-            fresh = _etag_matches(headers["if-none-match"], validators["ETag"])
-        else:
-            since = headers.get("if-modified-since")
-            fresh = since is not None and _not_modified_since(since, stat.st_mtime)
-        if fresh:
-            return Resource(b"", 304, validators)
-        body = path.read_bytes()
-        if port:
-            body = _with_port(body, self.root, port)
-        return Resource(body, 200, {"Content-Type": _content_type(path, body)} | validators)
+        return path
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):

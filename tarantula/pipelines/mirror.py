@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
+    from tarantula.core.documents import StoredDocument
+
 logger = logging.getLogger(__name__)
 
 
@@ -86,6 +88,23 @@ class MirrorPipeline:
             self._drop(item, md5, "over-limit")
             self._close_at_limit()
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
+        relpath = self._write(item, md5, relpath, existing, owner)
+        self.documents.wrote_file()
+        item.path, item.md5 = relpath.as_posix(), md5
+        item.status = "new" if existing is None else "changed"
+        self.stats.inc_value("tarantula/documents/stored")
+        logger.info("Stored %s as %s", item.url, item.path)
+        if existing is None:
+            self.stored += 1
+            if self.limit and self.stored >= self.limit:
+                self._close_at_limit()
+        return item
+
+    def _write(self, item: Document, md5: str, relpath: PurePosixPath, existing: StoredDocument | None,
+               owner: str | None) -> PurePosixPath:  # fmt: skip
+        """Write the copy: a stored document keeps its path, a new one takes ``relpath`` unless
+        another URL's copy holds that name or a file/folder clash is in the way. Where it cannot
+        be stored safely, the document is dropped (SPEC 6: it costs itself only)."""
         try:
             if existing:
                 relpath = PurePosixPath(existing.path)
@@ -101,22 +120,12 @@ class MirrorPipeline:
                 relpath = self._clash_free_path(item)
                 write_atomic(store_path(self.repository, relpath), item.body, sync=False)
         except (UnsafePath, OSError) as exc:
-            # SPEC 6: a document that cannot be stored costs itself only.
             if existing is None and self.limit:
                 self.documents.release_page(item.url)
             self._drop(item, md5, "unsafe-path")
             logger.warning("Not stored %s: %s", item.url, exc)
             raise DropItem(f"cannot store safely: {exc}") from exc
-        self.documents.wrote_file()
-        item.path, item.md5 = relpath.as_posix(), md5
-        item.status = "new" if existing is None else "changed"
-        self.stats.inc_value("tarantula/documents/stored")
-        logger.info("Stored %s as %s", item.url, item.path)
-        if existing is None:
-            self.stored += 1
-            if self.limit and self.stored >= self.limit:
-                self._close_at_limit()
-        return item
+        return relpath
 
     def _claim_page(self, url: str) -> bool:
         """Whether a new document may be stored under max-page-number: counted here in one
