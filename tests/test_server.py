@@ -321,9 +321,23 @@ def test_client_hanging_up_early_is_quiet(
     assert (out, err) == ("", "")
 
 
-def test_command_line() -> None:
+# A shell starts a background job with SIGINT ignored, and a child inherits that.
+IGNORING_SIGINT = ["sh", "-c", 'trap "" INT; exec "$0" "$@"']
+
+
+@pytest.mark.parametrize("prefix", [[], IGNORING_SIGINT], ids=["plain", "sigint-ignored"])
+def test_command_line(prefix: list[str]) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "tarantula.demo.server", "--root", str(SITE_ROOT), "--port", "0"],
+        [
+            *prefix,
+            sys.executable,
+            "-m",
+            "tarantula.demo.server",
+            "--root",
+            str(SITE_ROOT),
+            "--port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

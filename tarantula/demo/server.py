@@ -84,6 +84,7 @@ import contextlib
 import email.utils
 import http.server
 import re
+import signal
 import socket
 import ssl
 import threading
@@ -523,6 +524,10 @@ def main(argv: list[str] | None = None) -> None:
         tls = server_context(args.cert, args.key) if args.cert else None
     except (OSError, ssl.SSLError) as exc:
         parser.error(f"cannot load the certificate: {exc}")
+    # Ctrl-C stops the server whatever it inherited, as it stops Scrapy's commands: a shell runs
+    # a job it puts in the background with SIGINT ignored, and Python then never raises
+    # KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     server = SiteServer(args.root, args.port, address=args.address, tls=tls)
     try:
         server.start()
