@@ -343,7 +343,9 @@ class SiteServer:
             return Resource(b"route failed\n", 500, {"Content-Type": "text/plain"})
 
     def _static(self, record: RequestRecord) -> Resource:
-        found = self._locate(record)
+        if self.root is None:
+            return _not_found(f"No site for host {record.host!r}.")
+        found = _locate(self.root, record)
         if isinstance(found, Resource):
             return found
         if record.method not in ("GET", "HEAD"):
@@ -366,32 +368,33 @@ class SiteServer:
         if fresh:
             return Resource(b"", 304, validators)
         body = found.read_bytes()
-        if port and self.root is not None:
+        if port:
             body = _with_port(body, self.root, port)
         return Resource(body, 200, {"Content-Type": _content_type(found, body)} | validators)
 
-    def _locate(self, record: RequestRecord) -> Path | Resource:
-        """The file a request's host and path name, or the answer when there is none (a folder
-        without its slash is redirected to it)."""
-        host = record.host
-        if self.root is None or not host or "/" in host or "\\" in host or host.strip(".") == "":
-            return _not_found(f"No site for host {host!r}.")
-        site = self.root / host
-        if not site.is_dir():
-            return _not_found(f"No site for host {host!r}.")
-        split = urlsplit(record.target)
-        segments = [s for s in unquote(split.path).split("/") if s not in ("", ".")]
-        if ".." in segments or any("\\" in s or "\0" in s for s in segments):
-            return _not_found("Bad path.")
-        path = site.joinpath(*segments)
-        if split.path.endswith("/"):
-            path = path / "index.html"
-        elif path.is_dir():
-            location = split.path + "/" + (f"?{split.query}" if split.query else "")
-            return Resource(b"", 301, {"Location": location, "Content-Type": HTML})
-        if not path.is_file() or not path.resolve().is_relative_to(site.resolve()):
-            return _not_found(f"No file {split.path!r} on {host}.")
-        return path
+
+def _locate(root: Path, record: RequestRecord) -> Path | Resource:
+    """The file a request's host and path name, or the answer when there is none (a folder
+    without its slash is redirected to it)."""
+    host = record.host
+    if not host or "/" in host or "\\" in host or host.strip(".") == "":
+        return _not_found(f"No site for host {host!r}.")
+    site = root / host
+    if not site.is_dir():
+        return _not_found(f"No site for host {host!r}.")
+    split = urlsplit(record.target)
+    segments = [s for s in unquote(split.path).split("/") if s not in ("", ".")]
+    if ".." in segments or any("\\" in s or "\0" in s for s in segments):
+        return _not_found("Bad path.")
+    path = site.joinpath(*segments)
+    if split.path.endswith("/"):
+        path = path / "index.html"
+    elif path.is_dir():
+        location = split.path + "/" + (f"?{split.query}" if split.query else "")
+        return Resource(b"", 301, {"Location": location, "Content-Type": HTML})
+    if not path.is_file() or not path.resolve().is_relative_to(site.resolve()):
+        return _not_found(f"No file {split.path!r} on {host}.")
+    return path
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
