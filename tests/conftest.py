@@ -168,14 +168,11 @@ def crawl(tmp_path: Path):
     return run
 
 
-def max_in_flight(records: list[RequestRecord], host: str) -> int:
-    """The largest number of requests to ``host`` that the server was answering at one time."""
-    events = sorted(
-        [(r.time, 1) for r in records if r.host == host]
-        # Ends counted 50 ms early: the server stamps an end after sending the answer, so a
-        # preempted server thread could otherwise see the next request start before it.
-        + [(r.end - 0.05, -1) for r in records if r.host == host]
-    )
+def max_in_flight(records: list[RequestRecord], host: str | None = None) -> int:
+    """The largest number of requests (to ``host``, or to any host) that the server was
+    answering at one time. Exact: the server stamps an end before the answer's last write."""
+    chosen = [r for r in records if host is None or r.host == host]
+    events = sorted([(r.time, 1) for r in chosen] + [(r.end, -1) for r in chosen])
     current = peak = 0
     for _, delta in events:
         current += delta

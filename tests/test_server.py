@@ -215,6 +215,22 @@ def test_delay_is_honoured(server: SiteServer) -> None:
     assert record.end - record.time >= 0.3
 
 
+@pytest.mark.parametrize(
+    ("method", "status"), [("GET", 200), ("HEAD", 200), ("GET", 304), ("GET", 204)]
+)
+def test_end_is_stamped_before_the_client_has_the_answer(
+    server: SiteServer, method: str, status: int
+) -> None:
+    # A client that has read an answer finds its end already stamped, so the next request it
+    # sends never appears to start before the previous one ended (counts of requests in flight).
+    server.add("a.test", "/x", Resource(b"body", status=status, delay=0.05))
+    for _ in range(20):
+        server.clear()
+        assert fetch(server, "a.test", "/x", method=method)[0] == status
+        (record,) = server.requests
+        assert record.end - record.time >= 0.05
+
+
 # -- records -----------------------------------------------------------------------------------
 
 

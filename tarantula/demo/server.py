@@ -137,8 +137,9 @@ class Resource:
 
 @dataclass(frozen=True)
 class RequestRecord:
-    """One request as received. ``end`` is when the response was fully sent and ``status`` the
-    status of the answer (recorded before the answer is sent); in the record given to a callable
+    """One request as received. ``end`` is stamped just before the last bytes of the answer go
+    out, so no request the client sends after reading the answer can start before it; ``status``
+    is the status of the answer (recorded before the answer is sent). In the record given to a callable
     resource, which runs before the answer exists, ``end`` equals ``time`` and ``status`` is 0.
     ``scheme`` is ``https`` on a server that speaks TLS."""
 
@@ -479,14 +480,14 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
         index = site._arrived(record)
         resource = site._resolve(record)
         # The status is recorded before the answer goes out, so a client that has read the
-        # answer finds it in the record; the end only after.
+        # answer finds it in the record; the end just before the answer's last write.
         record = site._update(index, record, status=resource.status)
         if resource.delay > 0:
             time.sleep(resource.delay)
-        self._send(resource)
-        site._update(index, record, end=time.monotonic())
+        self._send(resource, lambda: site._update(index, record, end=time.monotonic()))
 
-    def _send(self, resource: Resource) -> None:
+    def _send(self, resource: Resource, last_write: Callable[[], object]) -> None:
+        """Send the answer, calling ``last_write`` just before its last write to the socket."""
         status, headers = resource.status, resource.headers
         given = {k.lower() for k in headers}
         bodiless = status < 200 or status in (204, 304)
@@ -499,8 +500,12 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(resource.body)))
         for name, value in headers.items():
             self.send_header(name, value)
-        self.end_headers()
-        if self.command != "HEAD" and not bodiless:
+        if self.command == "HEAD" or bodiless:
+            last_write()
+            self.end_headers()
+        else:
+            self.end_headers()
+            last_write()
             self.wfile.write(resource.body)
         self.wfile.flush()
 

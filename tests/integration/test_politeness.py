@@ -57,9 +57,7 @@ def test_threads_bound_the_requests_in_flight_across_hosts(web, crawl):
     assert result.status == 0
     assert len(result.records) == 4 * 7
     # Requests in flight across all hosts: never above `threads`, and `threads` is reached.
-    events = sorted([(r.time, 1) for r in web.requests] + [(r.end, -1) for r in web.requests])
-    in_flight = list(itertools.accumulate(delta for _, delta in events))
-    assert max(in_flight) == 3, max(in_flight)
+    assert max_in_flight(web.requests) == 3
 
 
 def test_retry_after_beyond_the_limit_drops_the_host(web, crawl):
