@@ -31,6 +31,7 @@ import contextlib
 import functools
 import importlib
 import importlib.metadata
+import json
 import os
 import platform
 import re
@@ -66,7 +67,40 @@ TARANTULA_OUTPUTS: dict[str, tuple[str, ...]] = {
 }
 #: Tarantula sharing the crawl through a fresh Redis (bench/shared.py): the number of workers.
 SHARED_WORKERS = {"tarantula-redis1": 1, "tarantula-redis2": 2}
-CRAWLERS = (*TARANTULA_OUTPUTS, *SHARED_WORKERS, "scrapy", "scrapy-fetch", "wget")
+CRAWLERS = (
+    *TARANTULA_OUTPUTS,
+    *SHARED_WORKERS,
+    "scrapy",
+    "scrapy-fetch",
+    "scrapy-fetch-lean",
+    "wget",
+)
+#: Components that ``scrapy-fetch-lean`` must run without (its report says if one is on).
+LEAN_OFF = ("CookiesMiddleware", "OffsiteMiddleware", "DepthMiddleware", "RefererMiddleware")
+#: ``scrapy-fetch-lean``: Scrapy's components as Tarantula's settings leave them (cookies, the
+#: stats hook, offsite, HTTP auth and four spider middlewares off; one item task per response).
+LEAN_SETTINGS = {
+    "COOKIES_ENABLED": "False",
+    "STATS_CLASS": "tarantula.stats.StatsCollector",
+    "CONCURRENT_ITEMS": "1",
+    "SPIDER_MIDDLEWARES": json.dumps(
+        {
+            f"scrapy.spidermiddlewares.{name}": None
+            for name in (
+                "urllength.UrlLengthMiddleware",
+                "depth.DepthMiddleware",
+                "metacopy.MetaCopyDetectionMiddleware",
+                "referer.RefererMiddleware",
+            )
+        }
+    ),
+    "DOWNLOADER_MIDDLEWARES": json.dumps(
+        {
+            "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+            "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
+        }
+    ),
+}
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"}
 
 
@@ -425,10 +459,14 @@ def run_tarantula(folder: Path, ctx: Context, run: int, crawler: str = "tarantul
     return Result.of(crawler, run, len(urls), m, fraction, notes)
 
 
-def run_scrapy(folder: Path, ctx: Context, run: int, fetch_only: bool = False) -> Result:
+def run_scrapy(
+    folder: Path, ctx: Context, run: int, fetch_only: bool = False, lean: bool = False
+) -> Result:
     """Bare Scrapy following every link from the seed; with ``fetch_only``, fetching each URL of
-    the web once from a list and parsing nothing (``scrapy-fetch``: Scrapy's own cost per page)."""
-    name = "scrapy-fetch" if fetch_only else "scrapy"
+    the web once from a list and parsing nothing (``scrapy-fetch``: Scrapy's own cost per page),
+    and with ``lean`` as well, with Scrapy's components as Tarantula leaves them
+    (``scrapy-fetch-lean``)."""
+    name = "scrapy-fetch-lean" if lean else "scrapy-fetch" if fetch_only else "scrapy"
     folder.mkdir(parents=True)
     web = ctx.web
     url_log, log = folder / "urls.txt", folder / "scrapy.log"
@@ -446,7 +484,7 @@ def run_scrapy(folder: Path, ctx: Context, run: int, fetch_only: bool = False) -
         "TARANTULA_RESOLVE": RESOLVE,
         "TARANTULA_RESOLVE_ONLY": "True",
         "BENCH_URL_LOG": str(url_log),
-    }
+    } | (LEAN_SETTINGS if lean else {})
     command = [sys.executable, "-m", "scrapy", "runspider", str(BASELINE_SPIDER)]
     if fetch_only:
         url_list = folder / "fetch.txt"
@@ -468,6 +506,8 @@ def run_scrapy(folder: Path, ctx: Context, run: int, fetch_only: bool = False) -
     stat = re.search(r"'response_received_count': (\d+)", log_text)
     if stat and int(stat.group(1)) != len(fetched):
         notes.append(f"{name}: response_received_count {stat.group(1)}, URL log {len(fetched)}")
+    if lean:  # Scrapy logs the components it enabled: none of these may be among them
+        notes += [f"{name}: {part} is on" for part in LEAN_OFF if f".{part}'" in log_text]
     if "'BOT_NAME': 'tarantula'" in log_text:
         notes.append(f"{name}: Tarantula's project settings were loaded")
     dupes = len(documents) - len(set(documents))
@@ -601,6 +641,7 @@ RUNNERS: dict[str, Runner] = {
     **{name: functools.partial(run_shared, workers=n) for name, n in SHARED_WORKERS.items()},
     "scrapy": run_scrapy,
     "scrapy-fetch": functools.partial(run_scrapy, fetch_only=True),
+    "scrapy-fetch-lean": functools.partial(run_scrapy, fetch_only=True, lean=True),
     "wget": run_wget,
 }
 
@@ -732,6 +773,12 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
             else ""
         )
         + (
+            "; scrapy-fetch-lean: the same, with cookies, the stats hook, offsite, HTTP auth and "
+            "the spider middlewares Tarantula switches off switched off"
+            if "scrapy-fetch-lean" in crawlers
+            else ""
+        )
+        + (
             "; wget: one connection, through the server as an HTTP proxy"
             if "wget" in crawlers
             else ""
@@ -795,19 +842,21 @@ def baseline_lines(results: list[Result]) -> list[str]:
 
 def floor_lines(results: list[Result]) -> list[str]:
     """Tarantula (and a baseline revision) against Scrapy's floor: the CPU bare Scrapy spends to
-    fetch every page of the web once, parsing nothing (``scrapy-fetch``)."""
+    fetch every page of the web once, parsing nothing (``scrapy-fetch``, and
+    ``scrapy-fetch-lean`` with Scrapy's components as Tarantula leaves them)."""
     by = {m.result.crawler: m for m in medians(results)}
-    floor = by.pop("scrapy-fetch", None)
-    if floor is None or not floor.cpu_per_1k:
-        return []
-    lines = ["", "## Against Scrapy's floor", ""]
-    for name, m in by.items():
-        if name.startswith("tarantula") and m.cpu_per_1k:
-            lines.append(
-                f"- {name} / scrapy-fetch (medians): CPU s / 1k pages {m.cpu_per_1k:.2f} / "
-                f"{floor.cpu_per_1k:.2f} = {m.cpu_per_1k / floor.cpu_per_1k:.2f}"
-            )
-    return lines
+    floors = {name: by.pop(name) for name in ("scrapy-fetch", "scrapy-fetch-lean") if name in by}
+    lines = []
+    for floor_name, floor in floors.items():
+        if not floor.cpu_per_1k:
+            continue
+        for name, m in by.items():
+            if name.startswith("tarantula") and m.cpu_per_1k:
+                lines.append(
+                    f"- {name} / {floor_name} (medians): CPU s / 1k pages {m.cpu_per_1k:.2f} / "
+                    f"{floor.cpu_per_1k:.2f} = {m.cpu_per_1k / floor.cpu_per_1k:.2f}"
+                )
+    return ["", "## Against Scrapy's floor", "", *lines] if lines else []
 
 
 def latency_lines(results: list[Result], web: Web, delay: float) -> list[str]:

@@ -152,11 +152,13 @@ def test_scrapy_fetching_every_url_once_is_the_floor_tarantula_is_measured_again
     tmp_path: Path,
 ) -> None:
     done = bench("bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx", "--crawlers",
-                 "tarantula,scrapy-fetch", results=tmp_path)  # fmt: skip
+                 "tarantula,scrapy-fetch,scrapy-fetch-lean", results=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     # Every URL of the web, PDFs included, fetched once: nothing followed, nothing missed.
-    assert "| scrapy-fetch | median of 1 | 304 |" in done.stdout, done.stdout
-    assert "- tarantula / scrapy-fetch (medians): CPU s / 1k pages " in done.stdout, done.stdout
+    for floor in ("scrapy-fetch", "scrapy-fetch-lean"):
+        assert f"| {floor} | median of 1 | 304 |" in done.stdout, done.stdout
+        assert f"- tarantula / {floor} (medians): CPU s / 1k pages " in done.stdout, done.stdout
+    assert "is on" not in done.stdout, done.stdout  # the lean floor runs without them
     assert "fetched twice" not in done.stdout, done.stdout
 
 
