@@ -139,8 +139,9 @@ class Resource:
 class RequestRecord:
     """One request as received. ``end`` is stamped just before the last bytes of the answer go
     out, so no request the client sends after reading the answer can start before it; ``status``
-    is the status of the answer (recorded before the answer is sent). In the record given to a callable
-    resource, which runs before the answer exists, ``end`` equals ``time`` and ``status`` is 0.
+    is the status of the answer (recorded before the answer is sent). In the record given to a
+    callable resource, which runs before the answer exists, ``end`` equals ``time`` and ``status``
+    is 0.
     ``scheme`` is ``https`` on a server that speaks TLS."""
 
     time: float
