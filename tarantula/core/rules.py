@@ -100,7 +100,9 @@ class UrlRules:
         carries them, and the rules of a crawl never change. The memory holds at most
         :data:`VERDICTS_KEPT` verdicts and is cleared when full.
         """
-        key = (url, href)
+        # The link as written matters only to reject patterns: without them, one verdict serves
+        # every way of writing the link.
+        key = (url, href if self.filters.reject else None)
         verdict = self._verdicts.get(key)
         if verdict is None:
             verdict = self._check(url, href)

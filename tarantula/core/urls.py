@@ -162,13 +162,34 @@ class LinkResolver:
         if href.startswith(("http://", "https://")):
             rest = href.partition("://")[2]
             return href if "/." not in rest and "//" not in rest and "[" not in href else None
-        if first == "." or "/." in href or "//" in href:
+        if first == ".":
+            return self._dotted(href)
+        if "/." in href or "//" in href:
             return None
         if first == "/":
             return self.root + href
         if ":" in href.partition("/")[0].partition("?")[0].partition("#")[0]:
             return None
         return self.folder + href
+
+    def _dotted(self, href: str) -> str | None:
+        """A relative reference that starts with ``./`` and ``../`` segments and is plain after
+        them (a sibling folder's page, common in generated sites): each ``../`` takes a segment
+        off the base's folder, never past its root, as RFC 3986 removes dot segments."""
+        folder, rest, top = self.folder, href, len(self.root)
+        while True:
+            if rest.startswith("../"):
+                cut = folder.rfind("/", top, len(folder) - 1)
+                folder, rest = (folder[: cut + 1] if cut >= 0 else folder), rest[3:]
+            elif rest.startswith("./"):
+                rest = rest[2:]
+            else:
+                break
+        if rest[:1] in (".", "/") or "/." in rest or "//" in rest:
+            return None  # more dot segments, or a path of its own: the full algorithm
+        if ":" in rest.partition("/")[0].partition("?")[0].partition("#")[0]:
+            return None
+        return folder + rest
 
 
 @lru_cache(maxsize=16384)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
+from tarantula.core.config import CrawlConfig
 from tarantula.core.filters import UrlFilters, extension, may_be_html
+from tarantula.core.rules import UrlRules
 
 ACCEPT = [re.compile(p) for p in [r".*\.[hH][tT][mM][lL]?$", r".*\.[pP][dD][fF]$"]]
 REJECT = [re.compile(p) for p in [r".*\.[tT][mM][pP]\.?.{0,4}$", r"^#.*", r".*\?.*"]]
@@ -44,3 +47,17 @@ def test_worth_fetching_reaches_through_unaccepted_pages():
 def test_extension_rules():
     assert [extension(n) for n in ("x.tar.GZ", "noext", ".hidden", "dot.")] == ["gz", "", "", ""]
     assert all(may_be_html(n) for n in ("a.shtml", "a.aspx", "a.cgi", "a.pl", "b"))
+
+
+def test_a_link_written_another_way_is_judged_again_when_reject_patterns_read_it():
+    # UrlRules remembers verdicts; with reject patterns the link as written is part of the key.
+    config = CrawlConfig(
+        path=Path("c"), starting_points=("http://a.org/",), reject_list=(re.compile(r"^\.\./"),)
+    )
+    rules = UrlRules(config)
+    assert rules.check("http://a.org/x.html", "/x.html").passed
+    assert rules.check("http://a.org/x.html", "../x.html").rule == "reject"
+    assert rules.check("http://a.org/x.html", "/x.html").passed
+    plain = UrlRules(CrawlConfig(path=Path("c"), starting_points=("http://a.org/",)))
+    assert plain.check("http://a.org/x.html", "/x.html").passed
+    assert plain.check("http://a.org/x.html", "../x.html").passed

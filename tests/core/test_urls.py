@@ -413,11 +413,12 @@ def test_scheme_case_and_fragment_do_not_matter(scheme, host, port, path, fragme
 
 hrefs = st.one_of(
     st.sampled_from(["", "#", "?", "/", "//", ".", "..", "a", "a/b", "./a", "../a", "/a/../b", "?q=1", "#f",
-                     "http://o.org/x", "https://o.org", "//o.org/p", "mailto:x@y", "a:b", "[", "\\x", " b "]),
+                     "http://o.org/x", "https://o.org", "//o.org/p", "mailto:x@y", "a:b", "[", "\\x", " b ",
+                     "../", "./", "../../a/b.html?x#y", "./../a", "../.x", "../a:b", "../../../../a"]),
     st.text(alphabet="ab/.?#:%@ \t", max_size=12),
 )  # fmt: skip
 bases = st.sampled_from(["http://ex.com/a/b.html?q#f", "https://ex.com:8443/", "http://ex.com", "http://[::1]/d/",
-                         "http://u@ex.com/a/", "http://ex.com/a?x/y"])  # fmt: skip
+                         "http://u@ex.com/a/", "http://ex.com/a?x/y", "http://ex.com/a/b/c/d.html"])  # fmt: skip
 
 
 @given(bases, hrefs)
