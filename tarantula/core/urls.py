@@ -108,8 +108,9 @@ class LinkResolver:
     """Resolves the hrefs of one page against its base URL, as :func:`join_url` does.
 
     A page's links resolve against one base, and most of them have a few simple shapes (absolute,
-    root-relative, relative without dot segments, fragment or query only): those are joined by
-    string operations on the base's parts, computed once; anything else goes to :func:`join_url`.
+    root-relative, relative with dot segments at the start only, fragment or query only): those are
+    joined by string operations on the base's parts, computed once; anything else goes to
+    :func:`join_url`.
     This halves the cost of link extraction on link-heavy pages.
 
     >>> r = LinkResolver("http://ex.com/a/b.html?q#f")
