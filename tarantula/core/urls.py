@@ -163,34 +163,32 @@ class LinkResolver:
         if href.startswith(("http://", "https://")):
             rest = href.partition("://")[2]
             return href if "/." not in rest and "//" not in rest and "[" not in href else None
+        folder = self.folder
         if first == ".":
-            return self._dotted(href)
+            folder, href = self._climb(href)
+            if href[:1] in (".", "/"):
+                return None  # more dot segments, or a path of its own
         if "/." in href or "//" in href:
             return None
         if first == "/":
             return self.root + href
         if ":" in href.partition("/")[0].partition("?")[0].partition("#")[0]:
             return None
-        return self.folder + href
+        return folder + href
 
-    def _dotted(self, href: str) -> str | None:
-        """A relative reference that starts with ``./`` and ``../`` segments and is plain after
-        them (a sibling folder's page, common in generated sites): each ``../`` takes a segment
-        off the base's folder, never past its root, as RFC 3986 removes dot segments."""
-        folder, rest, top = self.folder, href, len(self.root)
+    def _climb(self, href: str) -> tuple[str, str]:
+        """The base's folder after the ``./`` and ``../`` segments that ``href`` starts with (a
+        sibling folder's page, common in generated sites), and the rest of ``href``: each ``../``
+        takes a segment off the folder, never past its root, as RFC 3986 removes dot segments."""
+        folder, top = self.folder, len(self.root)
         while True:
-            if rest.startswith("../"):
+            if href.startswith("../"):
                 cut = folder.rfind("/", top, len(folder) - 1)
-                folder, rest = (folder[: cut + 1] if cut >= 0 else folder), rest[3:]
-            elif rest.startswith("./"):
-                rest = rest[2:]
+                folder, href = (folder[: cut + 1] if cut >= 0 else folder), href[3:]
+            elif href.startswith("./"):
+                href = href[2:]
             else:
-                break
-        if rest[:1] in (".", "/") or "/." in rest or "//" in rest:
-            return None  # more dot segments, or a path of its own: the full algorithm
-        if ":" in rest.partition("/")[0].partition("?")[0].partition("#")[0]:
-            return None
-        return folder + rest
+                return folder, href
 
 
 @lru_cache(maxsize=16384)
