@@ -51,6 +51,7 @@ from typing import Any
 from bench.generate import DOMAIN, PRESETS, generate
 from bench.servers import LatencyServer, Nginx, free_port, nginx_binary, nginx_version
 from bench.shared import run_shared
+from tarantula import settings as tarantula_settings
 
 PROJECT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
@@ -75,32 +76,43 @@ CRAWLERS = (
     "scrapy-fetch-lean",
     "wget",
 )
-#: Components that ``scrapy-fetch-lean`` must run without (its report says if one is on).
-LEAN_OFF = ("CookiesMiddleware", "OffsiteMiddleware", "DepthMiddleware", "RefererMiddleware")
-#: ``scrapy-fetch-lean``: Scrapy's components as Tarantula's settings leave them (cookies, the
-#: stats hook, offsite, HTTP auth and four spider middlewares off; one item task per response).
-LEAN_SETTINGS = {
-    "COOKIES_ENABLED": "False",
-    "STATS_CLASS": "tarantula.stats.StatsCollector",
-    "CONCURRENT_ITEMS": "1",
-    "SPIDER_MIDDLEWARES": json.dumps(
-        {
-            f"scrapy.spidermiddlewares.{name}": None
-            for name in (
-                "urllength.UrlLengthMiddleware",
-                "depth.DepthMiddleware",
-                "metacopy.MetaCopyDetectionMiddleware",
-                "referer.RefererMiddleware",
-            )
-        }
-    ),
-    "DOWNLOADER_MIDDLEWARES": json.dumps(
-        {
-            "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
-            "scrapy.downloadermiddlewares.httpauth.HttpAuthMiddleware": None,
-        }
-    ),
-}
+
+
+def _lean_settings() -> tuple[dict[str, str], tuple[str, ...]]:
+    """``scrapy-fetch-lean``'s settings: Scrapy's components as Tarantula's settings leave them
+    (read from :mod:`tarantula.settings`, so the floor follows them): cookies and the stats hook
+    as there, one item task per response, and every Scrapy middleware it switches off without
+    putting one of its own in the place (its robots.txt and redirect middlewares replace Scrapy's,
+    which the fetch-only spider keeps). Also the class names that must not show in Scrapy's log
+    as enabled."""
+    own = {
+        path.rpartition(".")[2]
+        for path in tarantula_settings.DOWNLOADER_MIDDLEWARES
+        if path.startswith("tarantula.")
+    }
+    off = {
+        "SPIDER_MIDDLEWARES": [
+            path for path, order in tarantula_settings.SPIDER_MIDDLEWARES.items() if order is None
+        ],
+        "DOWNLOADER_MIDDLEWARES": [
+            path
+            for path, order in tarantula_settings.DOWNLOADER_MIDDLEWARES.items()
+            if order is None and path.rpartition(".")[2] not in own
+        ],
+    }
+    values = {
+        "COOKIES_ENABLED": str(tarantula_settings.COOKIES_ENABLED),
+        "STATS_CLASS": tarantula_settings.STATS_CLASS,
+        "CONCURRENT_ITEMS": str(tarantula_settings.CONCURRENT_ITEMS),
+    } | {name: json.dumps(dict.fromkeys(paths)) for name, paths in off.items()}
+    cookies = () if tarantula_settings.COOKIES_ENABLED else ("CookiesMiddleware",)
+    names = (*cookies, *(path.rpartition(".")[2] for paths in off.values() for path in paths))
+    return values, names
+
+
+#: ``scrapy-fetch-lean``'s settings, and the components its report says are on if Scrapy's log
+#: lists them as enabled.
+LEAN_SETTINGS, LEAN_OFF = _lean_settings()
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "ftp_proxy", "all_proxy", "no_proxy"}
 
 
