@@ -904,8 +904,8 @@ class RedisState:
             self.frontier.ack(doc.url, "stored", batch=batch)
 
         replies = self.frontier.scripts.execute(fill)
-        self.frontier.pushes_sent(replies[: len(pushes)])
-        self.documents.stored_in(doc, replies[len(pushes)])
+        self.frontier.pushes_sent(replies[:-2])
+        self.documents.stored_in(doc, replies[-2])
 
     def commit(self) -> None:
         self.db.commit()
