@@ -66,6 +66,10 @@ class OutputFiles:
 class DocumentStore(OutputFiles):
     """Stored documents, duplicates and content claims of one crawl."""
 
+    #: Whether :meth:`claim_content` answers the mirror's :meth:`placed` ahead, when given the
+    #: copy's path (a shared store saves the mirror a round trip that way; this one has none).
+    places_ahead = False
+
     def __init__(self, db: StateDB) -> None:
         super().__init__(db)
         self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
@@ -108,10 +112,12 @@ class DocumentStore(OutputFiles):
         trip)."""
         return self.document(url), self.path_owner(path)
 
-    def claim_content(self, md5: str, url: str, claim: bool = True) -> str | None:
+    def claim_content(self, md5: str, url: str, claim: bool = True,
+                      path: str | None = None) -> str | None:  # fmt: skip
         """The URL of another document with this content, stored or on its way to be stored; else
         None, and ``url`` claims the content until it is stored or dropped (:meth:`release`). A
-        document that will not be stored asks with ``claim`` false."""
+        document that will not be stored asks with ``claim`` false. ``path``, where the mirror
+        will want the copy, is for a store that :attr:`places_ahead`; this one does not."""
         owner = self._claims.get(md5)
         if owner is None:
             row = self.db.execute(

@@ -141,6 +141,17 @@ def mirror_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     return PurePosixPath(*parts, _shorten(name, ext))
 
 
+def copy_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
+    """Where the mirror puts a new document's copy, unless the name is taken: a document of
+    unknown type still gets an extension, so its file never takes the name of a folder that a
+    longer URL needs (SPEC 7.1).
+
+    >>> str(copy_relpath("http://h.test/a", None)), str(copy_relpath("http://h.test/a", "pdf"))
+    ('h.test/a.bin', 'h.test/a.pdf')
+    """
+    return mirror_relpath(normalized_url, doc_type or UNKNOWN_TYPE_EXTENSION)
+
+
 def _type_extension(doc_type: str | None) -> str:
     """The extension a type gives a name: its short name if that is a plain extension.
 

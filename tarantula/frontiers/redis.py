@@ -926,11 +926,12 @@ class RedisFrontier:
         asking Redis, as :meth:`push` is atomic and refuses a seen URL anyway. Asking first would
         cost a round trip for every new URL and save one only for a URL another worker queued.
         """
-        h8, signed, bucket = self._id(url)
+        h8, signed = url_id(url)
         if signed in self._known:
             return True
         if not self.dfs:
             return False
+        bucket = int.from_bytes(h8, "big") >> self._bucket_shift
         pipe = self.client.pipeline(transaction=False)
         pipe.sismember(f"{self.prefix}s:{bucket}", str(signed))
         pipe.hget(self.prefix + "u", h8)

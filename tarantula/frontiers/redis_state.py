@@ -83,7 +83,6 @@ workers; :meth:`~RedisDocumentStore.store` turns the claim into the document, an
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -595,6 +594,10 @@ _DOCUMENT_SCRIPTS = {
 }
 
 
+#: How many of placed()'s answers a store keeps for the mirror (see claim_content).
+AHEAD_KEPT = 1024
+
+
 def _stored(url: str, data: dict[str, Any]) -> StoredDocument:
     return StoredDocument(
         url, data["path"], data["md5"], data.get("last_modified"), data.get("etag"), data["record"]
@@ -619,9 +622,19 @@ class RedisDocumentStore(OutputFiles):
         self.worker = worker
         self.keys = [prefix + name for name in DOCUMENT_KEYS]
         self.scripts = Scripts(client, _DOCUMENT_SCRIPTS)
+        # URL -> path, the URL's record and the path's owner: placed()'s answers taken with
+        # content claims, until the mirror asks (at most AHEAD_KEPT, the oldest dropped first)
+        self._ahead: dict[str, tuple[str, bytes | None, bytes | None]] = {}
+
+    places_ahead = True
 
     def _run(self, name: str, *args: Any) -> Any:
         return self.scripts.run(name, self.keys, [self.prefix, *args])
+
+    def _recorded_at(self, path: str) -> None:
+        """A document is recorded at ``path``: answers taken ahead about that path are stale."""
+        for url in [url for url, (at, _, _) in self._ahead.items() if at == path]:
+            del self._ahead[url]
 
     def document(self, url: str) -> StoredDocument | None:
         raw = cast("bytes | None", self.client.hget(self.prefix + "docs", url))
@@ -634,18 +647,48 @@ class RedisDocumentStore(OutputFiles):
         return None if owner is None else owner.decode()
 
     def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
-        batch = Batch()
-        batch.hget(self.prefix + "docs", url)
-        batch.hget(self.prefix + "doc-path", path)
-        raw, owner = cast("list[bytes | None]", send(self.client, batch))
+        """The stored document of ``url`` and the owner of ``path`` (see
+        :meth:`~tarantula.core.documents.DocumentStore.placed`): the answer taken with the URL's
+        content claim, if this store ran no script since, or a round trip now."""
+        ahead = self._ahead.pop(url, None)
+        if ahead is not None and ahead[0] == path:
+            raw, owner = ahead[1:]
+        else:
+            batch = Batch()
+            batch.hget(self.prefix + "docs", url)
+            batch.hget(self.prefix + "doc-path", path)
+            raw, owner = cast("list[bytes | None]", send(self.client, batch))
         doc = None if raw is None else _stored(url, _decode(raw))
         return doc, None if owner is None else owner.decode()
 
-    def claim_content(self, md5: str, url: str, claim: bool = True) -> str | None:
+    def claim_content(self, md5: str, url: str, claim: bool = True,
+                      path: str | None = None) -> str | None:  # fmt: skip
         """The URL of another document with this content, stored or claimed by a live worker;
         else None, and ``url`` claims the content for this worker until it is stored or released
-        (:meth:`release`). A document that will not be stored asks with ``claim`` false."""
-        owner = self._run("claim_content", md5, url, int(claim), self.worker)
+        (:meth:`release`). A document that will not be stored asks with ``claim`` false.
+
+        With ``path``, where the mirror will want the copy, the answer to :meth:`placed` comes in
+        the same round trip and is kept for the mirror's call. Only this worker's pages are stored
+        under the URL's lease, and an answer goes once this store records a document at its path
+        or removes one: within the worker it is as fresh as a question asked at the mirror.
+        Another worker may record a document at the same path meanwhile, as it may between the
+        mirror's question and its write."""
+        args = [self.prefix, md5, url, int(claim), self.worker]
+        if path is None:
+            owner = self._run("claim_content", *args[1:])
+        else:
+
+            def fill(batch: Batch) -> None:
+                self.scripts.add(batch, "claim_content", self.keys, args)
+                batch.hget(self.prefix + "docs", url)
+                batch.hget(self.prefix + "doc-path", path)
+
+            owner, raw, holder = self.scripts.execute(fill)
+            if owner is None:
+                self._ahead.pop(url, None)
+                self._ahead[url] = (path, raw, holder)
+                if len(self._ahead) > AHEAD_KEPT:  # pages that never reached the mirror
+                    del self._ahead[next(iter(self._ahead))]
         return None if owner is None else cast("bytes", owner).decode()
 
     def release(self, md5: str | None, url: str) -> None:
@@ -682,10 +725,13 @@ class RedisDocumentStore(OutputFiles):
 
         With ``batch`` the script goes out with the batch's other commands, in one round trip:
         :meth:`stored_in` takes the answer once ``batch`` is sent."""
-        fields: dict[str, Any] = dataclasses.asdict(doc)
-        del fields["url"]  # the hash's field
+        fields = {  # the URL is the hash's field
+            "path": doc.path, "md5": doc.md5, "last_modified": doc.last_modified,
+            "etag": doc.etag, "record": doc.record,
+        }  # fmt: skip
         data = json.dumps(fields, ensure_ascii=False)
         args = (doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0])
+        self._recorded_at(doc.path)
         if batch is not None:
             self.scripts.add(batch, "store", self.keys, [self.prefix, *args])
             return
@@ -722,7 +768,11 @@ class RedisDocumentStore(OutputFiles):
     def remove(self, url: str) -> StoredDocument | None:
         """Forget a stored document (gone from the web); returns what it was."""
         raw = self._run("remove", url)
-        return None if raw is None else _stored(url, _decode(raw))
+        if raw is None:
+            return None
+        doc = _stored(url, _decode(raw))
+        self._recorded_at(doc.path)
+        return doc
 
     def _ordered(
         self, index: str, records: str, chunk: int

@@ -31,11 +31,10 @@ from scrapy.utils.defer import deferred_from_coro
 
 from tarantula.context import CrawlContext, context_of
 from tarantula.core.mirror import (
-    UNKNOWN_TYPE_EXTENSION,
     UnsafePath,
     clash_free,
+    copy_relpath,
     disambiguate,
-    mirror_relpath,
     store_path,
     write_atomic,
 )
@@ -75,9 +74,7 @@ class MirrorPipeline:
         if not isinstance(item, Document) or item.unchanged:
             return item
         md5 = item.md5 or hashlib.md5(item.body, usedforsecurity=False).hexdigest()
-        # A document of unknown type still gets an extension, so its file never takes the name of
-        # a folder that a longer URL needs (SPEC 7.1).
-        relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
+        relpath = copy_relpath(item.url, item.type)
         existing, owner = self.documents.placed(item.url, relpath.as_posix())
         if existing is not None and existing.md5 == md5:
             # A 200 with the same body (recrawl): the copy stays as it is; the index pipeline still
@@ -150,7 +147,6 @@ class MirrorPipeline:
     def _clash_free_path(self, item: Document) -> PurePosixPath:
         """The document's mirror path once a file stands where a folder is needed or the other way
         round, made distinct when another URL's copy holds that name."""
-        relpath = mirror_relpath(item.url, item.type or UNKNOWN_TYPE_EXTENSION)
-        relpath = clash_free(self.repository, relpath, item.url)
+        relpath = clash_free(self.repository, copy_relpath(item.url, item.type), item.url)
         owner = self.documents.path_owner(relpath.as_posix())
         return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)

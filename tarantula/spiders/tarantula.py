@@ -26,6 +26,7 @@ from tarantula.context import CrawlContext
 from tarantula.core.document import codec_for_label, parse_html
 from tarantula.core.index import parse_index
 from tarantula.core.links import plan_links, resolve_links
+from tarantula.core.mirror import copy_relpath
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.outcomes import count_filtered, cut_at_max_size
@@ -134,8 +135,12 @@ class TarantulaSpider(Spider):
             self._too_large(url)  # scripts can grow a page past the limit its download kept to
             return
         reading = read_response(response, url, context.rules)
+        documents = context.documents
+        path = None  # where the mirror will want the copy, for a store that answers it ahead
+        if reading.accepted and documents.places_ahead:
+            path = copy_relpath(url, reading.type).as_posix()
         if reading.md5 and (
-            original := context.documents.claim_content(reading.md5, url, reading.accepted)
+            original := documents.claim_content(reading.md5, url, reading.accepted, path)
         ):
             self._duplicate(url, original)
             return

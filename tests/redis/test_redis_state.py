@@ -19,7 +19,9 @@ from typing import Any
 import pytest
 
 from tarantula.core.documents import StoredDocument
+from tarantula.frontiers import redis_state
 from tarantula.frontiers.redis_state import (
+    AHEAD_KEPT,
     RedisDocumentStore,
     RedisRunLog,
     RedisState,
@@ -204,6 +206,48 @@ def test_a_stored_document_its_path_and_its_generation(redis_client):
     assert a.remove(first.url) == moved
     assert (a.remove(first.url), a.document(first.url), a.count()) == (None, None, 0)
     assert a.path_owner(moved.path) is None
+
+
+def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, monkeypatch):
+    a, b = store(redis_client, "a"), store(redis_client, "b")
+    held = doc("http://h.test/held", md5="m0")
+    a.store(held)
+    asked: list[int] = []  # the mirror's own round trips, counted around the real ones
+    real_send = redis_state.send
+    monkeypatch.setattr(redis_state, "send", lambda *args: asked.append(1) or real_send(*args))
+    # Asked with the claim: the URL's record and the path's owner come back in its round trip.
+    assert a.claim_content("m1", "http://h.test/x", path="h.test/x.html") is None
+    assert a.claim_content("m2", "http://h.test/y", path=held.path) is None
+    assert a.placed("http://h.test/y", held.path) == (None, held.url)
+    assert a.placed("http://h.test/x", "h.test/x.html") == (None, None)
+    assert len(asked) == 0
+    # An answer is for one URL and path, and used once.
+    assert a.claim_content("m3", "http://h.test/z", path="h.test/z.html") is None
+    assert a.placed("http://h.test/z", "h.test/other.html") == (None, None)
+    assert a.placed("http://h.test/x", "h.test/x.html") == (None, None)
+    assert len(asked) == 2
+    # This worker records a document at the path meanwhile: the answer is stale and asked again.
+    assert a.claim_content("m4", "http://h.test/v", path="h.test/v.html") is None
+    assert a.claim_content("m5", "http://h.test/w", path="h.test/w.html") is None
+    a.store(doc("http://h.test/u", md5="m6", path="h.test/v.html"))
+    assert a.placed("http://h.test/v", "h.test/v.html") == (None, "http://h.test/u")
+    assert len(asked) == 3
+    # A document removed at the path, likewise; answers about other paths stay good.
+    assert a.claim_content("m7", "http://h.test/t", path=held.path) is None
+    assert a.remove(held.url) == held
+    assert a.placed("http://h.test/t", held.path) == (None, None)
+    assert a.placed("http://h.test/w", "h.test/w.html") == (None, None)
+    assert len(asked) == 4
+    # A duplicate keeps no answer; nor does a store keep more than AHEAD_KEPT.
+    b.store(doc("http://h.test/s", md5="m8"))
+    assert a.claim_content("m8", "http://h.test/r", path="h.test/r.html") == "http://h.test/s"
+    for i in range(AHEAD_KEPT + 1):
+        assert a.claim_content(f"n{i}", f"http://h.test/n{i}", path=f"h.test/n{i}.html") is None
+    del asked[:]
+    assert a.placed("http://h.test/r", "h.test/r.html") == (None, None)
+    assert a.placed("http://h.test/n0", "h.test/n0.html") == (None, None)
+    assert a.placed("http://h.test/n1", "h.test/n1.html") == (None, None)
+    assert len(asked) == 2
 
 
 def test_content_claims_are_global_and_atomic(redis_client):
