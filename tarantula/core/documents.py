@@ -109,7 +109,7 @@ class DocumentStore(OutputFiles):
         """The stored document of ``url`` (None: a new one), and the URL of the stored document
         whose copy is at mirror ``path`` (None: the path is free): what the mirror asks of a
         document before it writes its copy, in one call (a shared store answers in one round
-        trip)."""
+        trip, or has the answer already: see its ``claim_content``)."""
         return self.document(url), self.path_owner(path)
 
     def claim_content(self, md5: str, url: str, claim: bool = True,

@@ -987,8 +987,8 @@ class RedisFrontier:
     def push_many(
         self, items: Iterable[tuple[str, str, int, bytes | None, str | None]]
     ) -> list[bool]:
-        """:meth:`push` for many URLs (a page's links) in one round trip; each push is atomic,
-        the batch is not."""
+        """:meth:`push` for many URLs (a page's links) in one round trip, as one script call (so
+        a script error leaves the pushes after it undone, and is raised)."""
         self.flush()
         batch = [self._push_args(*item, "push") for item in items]
         return pushed(self.scripts.execute(lambda out: self.add_pushes(out, batch)))

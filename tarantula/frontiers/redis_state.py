@@ -594,8 +594,10 @@ _DOCUMENT_SCRIPTS = {
 }
 
 
-#: How many of placed()'s answers a store keeps for the mirror (see claim_content).
-AHEAD_KEPT = 1024
+#: Seconds an answer to placed() taken with a content claim serves the mirror (see
+#: claim_content). A page's parse takes some milliseconds; one that waited longer (for a robots.txt,
+#: say) has the mirror ask again.
+AHEAD_FOR = 0.1
 
 
 def _stored(url: str, data: dict[str, Any]) -> StoredDocument:
@@ -622,19 +624,22 @@ class RedisDocumentStore(OutputFiles):
         self.worker = worker
         self.keys = [prefix + name for name in DOCUMENT_KEYS]
         self.scripts = Scripts(client, _DOCUMENT_SCRIPTS)
-        # URL -> path, the URL's record and the path's owner: placed()'s answers taken with
-        # content claims, until the mirror asks (at most AHEAD_KEPT, the oldest dropped first)
-        self._ahead: dict[str, tuple[str, bytes | None, bytes | None]] = {}
+        # URL -> when, path, the URL's record and the path's owner: placed()'s answers taken with
+        # content claims in the last ahead_for seconds, oldest first, until the mirror asks
+        self._ahead: dict[str, tuple[float, str, bytes | None, bytes | None]] = {}
+        self.ahead_for = AHEAD_FOR
 
     places_ahead = True
 
     def _run(self, name: str, *args: Any) -> Any:
         return self.scripts.run(name, self.keys, [self.prefix, *args])
 
-    def _recorded_at(self, path: str) -> None:
-        """A document is recorded at ``path``: answers taken ahead about that path are stale."""
-        for url in [url for url, (at, _, _) in self._ahead.items() if at == path]:
-            del self._ahead[url]
+    def _recorded(self, url: str, path: str) -> None:
+        """The document of ``url`` is recorded at ``path``, or removed from it: answers taken
+        ahead about the URL or the path are stale."""
+        self._ahead.pop(url, None)
+        for other in [other for other, (_, at, _, _) in self._ahead.items() if at == path]:
+            del self._ahead[other]
 
     def document(self, url: str) -> StoredDocument | None:
         raw = cast("bytes | None", self.client.hget(self.prefix + "docs", url))
@@ -649,10 +654,10 @@ class RedisDocumentStore(OutputFiles):
     def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
         """The stored document of ``url`` and the owner of ``path`` (see
         :meth:`~tarantula.core.documents.DocumentStore.placed`): the answer taken with the URL's
-        content claim, if this store ran no script since, or a round trip now."""
+        content claim, while it is good (:meth:`claim_content`), or a round trip now."""
         ahead = self._ahead.pop(url, None)
-        if ahead is not None and ahead[0] == path:
-            raw, owner = ahead[1:]
+        if ahead is not None and ahead[1] == path and time.monotonic() - ahead[0] < self.ahead_for:
+            raw, owner = ahead[2:]
         else:
             batch = Batch()
             batch.hget(self.prefix + "docs", url)
@@ -668,12 +673,14 @@ class RedisDocumentStore(OutputFiles):
         (:meth:`release`). A document that will not be stored asks with ``claim`` false.
 
         With ``path``, where the mirror will want the copy, the answer to :meth:`placed` comes in
-        the same round trip and is kept for the mirror's call. Only this worker's pages are stored
-        under the URL's lease, and an answer goes once this store records a document at its path
-        or removes one: within the worker it is as fresh as a question asked at the mirror.
-        Another worker may record a document at the same path meanwhile, as it may between the
-        mirror's question and its write."""
+        the same round trip and is kept for the mirror's call, for :attr:`ahead_for` seconds, or
+        until this store records the URL's document or one at the path, or removes one. So within
+        the worker it is as fresh as a question asked at the mirror. Another worker may record a
+        document at the same path, or (its lease on the URL expired) the URL's own, meanwhile: as
+        it may between the mirror's question and its write, a window now longer by up to
+        :attr:`ahead_for`."""
         args = [self.prefix, md5, url, int(claim), self.worker]
+        self._ahead.pop(url, None)
         if path is None:
             owner = self._run("claim_content", *args[1:])
         else:
@@ -684,11 +691,11 @@ class RedisDocumentStore(OutputFiles):
                 batch.hget(self.prefix + "doc-path", path)
 
             owner, raw, holder = self.scripts.execute(fill)
+            now = time.monotonic()
+            while self._ahead and now - next(iter(self._ahead.values()))[0] >= self.ahead_for:
+                del self._ahead[next(iter(self._ahead))]  # pages that never reached the mirror
             if owner is None:
-                self._ahead.pop(url, None)
-                self._ahead[url] = (path, raw, holder)
-                if len(self._ahead) > AHEAD_KEPT:  # pages that never reached the mirror
-                    del self._ahead[next(iter(self._ahead))]
+                self._ahead[url] = (now, path, raw, holder)
         return None if owner is None else cast("bytes", owner).decode()
 
     def release(self, md5: str | None, url: str) -> None:
@@ -731,7 +738,7 @@ class RedisDocumentStore(OutputFiles):
         }  # fmt: skip
         data = json.dumps(fields, ensure_ascii=False)
         args = (doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0])
-        self._recorded_at(doc.path)
+        self._recorded(doc.url, doc.path)
         if batch is not None:
             self.scripts.add(batch, "store", self.keys, [self.prefix, *args])
             return
@@ -771,7 +778,7 @@ class RedisDocumentStore(OutputFiles):
         if raw is None:
             return None
         doc = _stored(url, _decode(raw))
-        self._recorded_at(doc.path)
+        self._recorded(url, doc.path)
         return doc
 
     def _ordered(

@@ -21,7 +21,6 @@ import pytest
 from tarantula.core.documents import StoredDocument
 from tarantula.frontiers import redis_state
 from tarantula.frontiers.redis_state import (
-    AHEAD_KEPT,
     RedisDocumentStore,
     RedisRunLog,
     RedisState,
@@ -210,6 +209,7 @@ def test_a_stored_document_its_path_and_its_generation(redis_client):
 
 def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, monkeypatch):
     a, b = store(redis_client, "a"), store(redis_client, "b")
+    a.ahead_for = 600.0  # seconds an answer serves: longer than this test, however slow
     held = doc("http://h.test/held", md5="m0")
     a.store(held)
     asked: list[int] = []  # the mirror's own round trips, counted around the real ones
@@ -232,20 +232,25 @@ def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, mon
     a.store(doc("http://h.test/u", md5="m6", path="h.test/v.html"))
     assert a.placed("http://h.test/v", "h.test/v.html") == (None, "http://h.test/u")
     assert len(asked) == 3
+    # Or the URL's own document, at another path (a lease that expired came back to it).
+    assert a.claim_content("m9", "http://h.test/q", path="h.test/q.html") is None
+    again = doc("http://h.test/q", md5="m9", path="h.test/q-2.html")
+    a.store(again)
+    assert a.placed("http://h.test/q", "h.test/q.html") == (again, None)
+    assert len(asked) == 4
     # A document removed at the path, likewise; answers about other paths stay good.
     assert a.claim_content("m7", "http://h.test/t", path=held.path) is None
     assert a.remove(held.url) == held
     assert a.placed("http://h.test/t", held.path) == (None, None)
     assert a.placed("http://h.test/w", "h.test/w.html") == (None, None)
-    assert len(asked) == 4
-    # A duplicate keeps no answer; nor does a store keep more than AHEAD_KEPT.
+    assert len(asked) == 5
+    # A duplicate keeps no answer, and an answer older than ahead_for is not used.
     b.store(doc("http://h.test/s", md5="m8"))
     assert a.claim_content("m8", "http://h.test/r", path="h.test/r.html") == "http://h.test/s"
-    for i in range(AHEAD_KEPT + 1):
-        assert a.claim_content(f"n{i}", f"http://h.test/n{i}", path=f"h.test/n{i}.html") is None
+    a.ahead_for = 0.0
+    assert a.claim_content("n1", "http://h.test/n1", path="h.test/n1.html") is None
     del asked[:]
     assert a.placed("http://h.test/r", "h.test/r.html") == (None, None)
-    assert a.placed("http://h.test/n0", "h.test/n0.html") == (None, None)
     assert a.placed("http://h.test/n1", "h.test/n1.html") == (None, None)
     assert len(asked) == 2
 
