@@ -862,7 +862,11 @@ class RedisFrontier:
 
     def _id(self, url: str) -> tuple[bytes, int, int]:
         h8, signed = url_id(url)
-        return h8, signed, int.from_bytes(h8, "big") >> self._bucket_shift
+        return h8, signed, self._bucket(h8)
+
+    def _bucket(self, h8: bytes) -> int:
+        """The seen-set bucket of a URL hash."""
+        return int.from_bytes(h8, "big") >> self._bucket_shift
 
     def _push_args(self, url: str, original: str, depth: int, key: bytes | None,
                    extra: str | None, mode: str) -> list[Any]:  # fmt: skip
@@ -931,7 +935,7 @@ class RedisFrontier:
             return True
         if not self.dfs:
             return False
-        bucket = int.from_bytes(h8, "big") >> self._bucket_shift
+        bucket = self._bucket(h8)
         pipe = self.client.pipeline(transaction=False)
         pipe.sismember(f"{self.prefix}s:{bucket}", str(signed))
         pipe.hget(self.prefix + "u", h8)

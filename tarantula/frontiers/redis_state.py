@@ -660,11 +660,15 @@ class RedisDocumentStore(OutputFiles):
             raw, owner = ahead[2:]
         else:
             batch = Batch()
-            batch.hget(self.prefix + "docs", url)
-            batch.hget(self.prefix + "doc-path", path)
+            self._ask_placed(batch, url, path)
             raw, owner = cast("list[bytes | None]", send(self.client, batch))
         doc = None if raw is None else _stored(url, _decode(raw))
         return doc, None if owner is None else owner.decode()
+
+    def _ask_placed(self, batch: Batch, url: str, path: str) -> None:
+        """Add :meth:`placed`'s question to ``batch``: the URL's record, the path's owner."""
+        batch.hget(self.prefix + "docs", url)
+        batch.hget(self.prefix + "doc-path", path)
 
     def claim_content(self, md5: str, url: str, claim: bool = True,
                       path: str | None = None) -> str | None:  # fmt: skip
@@ -679,16 +683,15 @@ class RedisDocumentStore(OutputFiles):
         document at the same path, or (its lease on the URL expired) the URL's own, meanwhile: as
         it may between the mirror's question and its write, a window now longer by up to
         :attr:`ahead_for`."""
-        args = [self.prefix, md5, url, int(claim), self.worker]
+        args = (md5, url, int(claim), self.worker)
         self._ahead.pop(url, None)
         if path is None:
-            owner = self._run("claim_content", *args[1:])
+            owner = self._run("claim_content", *args)
         else:
 
             def fill(batch: Batch) -> None:
-                self.scripts.add(batch, "claim_content", self.keys, args)
-                batch.hget(self.prefix + "docs", url)
-                batch.hget(self.prefix + "doc-path", path)
+                self.scripts.add(batch, "claim_content", self.keys, [self.prefix, *args])
+                self._ask_placed(batch, url, path)
 
             owner, raw, holder = self.scripts.execute(fill)
             now = time.monotonic()
