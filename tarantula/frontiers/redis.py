@@ -66,6 +66,15 @@ Steps
   names a host, not a URL, so with several leases of a host out it cannot say which one ended.
   A slot is thus held from lease to ack, parsing and storing included, a little longer than the
   request is on the wire.
+- A lease may be taken ahead (:meth:`~RedisFrontier.add_lease_ahead`): a worker claiming a page's
+  content or storing it asks for a next URL in the same round trip, and keeps the answer for a
+  later call of the scheduler, which then costs no round trip. It is a lease like any other (its
+  host's slot and next contact time are taken when Redis decides, its deadline runs, it is
+  handed back with the worker's others); a worker holds ``ahead`` of them at most, uses them in
+  the order they were taken, each within a quarter of the lease timeout, and gives back one that
+  waited longer. Starts stay spaced across workers by the politeness reservation made when the
+  request goes on the wire (:class:`~tarantula.frontiers.shared.SharedPoliteness`), not by when
+  its lease was taken.
 - An expired lease goes back to its place in its host's queue (its old key: the head of the
   queue unless a smaller key arrived since) with one more attempt; the third expiry dead-letters
   it (``dead`` and the ``dead-letter`` outcome). Any worker reaps, at every lease.
@@ -90,6 +99,7 @@ import os
 import socket
 import struct
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import chain
@@ -511,6 +521,8 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 #: Links' pushes held for the next call to Redis before they are sent on their own.
 MAX_UNSENT = 256
+#: A lease taken ahead is used within this part of the lease timeout, or given back.
+AHEAD_PART = 0.25
 
 
 def url_id(url: str) -> tuple[bytes, int]:
@@ -733,13 +745,14 @@ class RedisFrontier:
     every worker's scripts read them from Redis. ``traversal`` and ``expected_urls`` (which sizes
     the seen-set buckets) are fixed when the crawl's first worker starts. ``poll`` caps how long
     :meth:`next_due` lets a worker wait while the crawl is active: another worker's ack (a slot
-    freed) or links (URLs queued) wake nobody here.
+    freed) or links (URLs queued) wake nobody here. ``ahead`` is how many leases the worker may
+    hold taken ahead (:meth:`add_lease_ahead`; 0: none).
     """
 
     def __init__(self, client: Redis, crawl_id: str, traversal: str = "bfs",
                  lease_timeout: float = 60.0, *, delay: float = 1.0, concurrency: int = 1,
                  worker: str | None = None, budget: int = 0, max_attempts: int = 3,
-                 expected_urls: int = 1_000_000, poll: float = 0.5) -> None:  # fmt: skip
+                 expected_urls: int = 1_000_000, poll: float = 0.5, ahead: int = 0) -> None:  # fmt: skip
         if traversal not in ("bfs", "dfs"):
             raise ValueError(f"traversal is bfs or dfs, not {traversal!r}")
         if client.get_connection_kwargs().get("decode_responses"):
@@ -767,6 +780,9 @@ class RedisFrontier:
         # generation): most of a page's links are, and they cost no round trip after the first.
         self._known = HashSet()
         self._unsent: list[list[Any]] = []  # pushes of links, sent with the next call (push)
+        self.ahead = ahead
+        self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
+        self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
         self.refused = 0  # of those, how many Redis refused (their URLs were seen)
         self.scripts = Scripts(client, {name: _LIBRARY + body for name, body in _SCRIPTS.items()})
         self.buckets = self._configure(
@@ -842,6 +858,34 @@ class RedisFrontier:
         """Count the pushes Redis refused: another worker had queued their URLs meanwhile.
         ``replies`` are those of the commands :meth:`add_pushes` added (none, or one)."""
         self.refused += sum(1 for queued in pushed(replies) if not queued)
+
+    def add_lease_ahead(self, batch: Batch) -> bool:
+        """Add a lease to ``batch`` (a page's store), to be kept for the scheduler's next call
+        (:meth:`leased_ahead` takes the reply): unless this worker holds :attr:`ahead` taken
+        ahead already. Returns whether it added one."""
+        if len(self._ahead) >= self.ahead:
+            return False
+        self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker])
+        return True
+
+    def leased_ahead(self, reply: list[Any]) -> None:
+        """Keep the reply of a lease :meth:`add_lease_ahead` added, if it leased a URL or named a
+        dropped host (an idle or spent-budget answer is stale by the next call: it is asked again
+        then)."""
+        if reply[0] is not None or reply[2] == b"dropped":
+            self._ahead.append((time.monotonic(), reply))
+
+    def _lease_reply(self) -> tuple[Any, float]:
+        """The reply of the oldest lease taken ahead, while it is young enough, else of a lease
+        now."""
+        while self._ahead:
+            taken, reply = self._ahead.popleft()
+            if time.monotonic() - taken < self.ahead_for:
+                return reply, float(reply[1])
+            if reply[0] is not None:  # too old to trust its deadline: back to its queue
+                url = Record.decode(reply[0], self.dfs).entry.url
+                self._run("give_back", url_id(url)[0], "0", int(reply[4]))
+        return self._timed("lease", self.worker)
 
     def flush(self) -> None:
         """Send the pushes not sent yet now."""
@@ -1009,7 +1053,8 @@ class RedisFrontier:
         return self.lease_timed(now, gate).entry
 
     def lease_timed(self, now: float = 0.0, gate: Gate | None = None) -> Lease:
-        """Lease the smallest-key URL among the hosts Redis lets go now, with the server time.
+        """Lease the smallest-key URL among the hosts Redis lets go now, with the server time (or
+        the one taken ahead, see :meth:`add_lease_ahead`, with the time it was decided at).
 
         Redis is the gate for delay and host concurrency, across workers. ``gate`` (the worker's
         :class:`~tarantula.core.politeness.Politeness`, with times on ``now``'s clock) may still
@@ -1019,7 +1064,7 @@ class RedisFrontier:
         """
         refused: set[str] = set()
         for _ in range(64):
-            reply, server = self._timed("lease", self.worker)
+            reply, server = self._lease_reply()
             status = reply[2].decode()
             if status == "dropped":
                 self.drop_host(reply[3].decode())

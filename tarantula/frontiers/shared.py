@@ -202,6 +202,9 @@ def open_shared(
         # A worker silent for as long as its leases last is dead: its URLs go back, and its page
         # claims and its part of the run with them.
         worker_ttl=config.lease_timeout,
+        # As many leases taken ahead as the worker has threads: a page's store and its content
+        # claim each take one, so the scheduler's calls rarely cost a round trip of their own.
+        ahead=config.threads,
     )  # fmt: skip
     politeness = SharedPoliteness(
         state.frontier, config.delay, config.delay_factor, config.host_concurrency,

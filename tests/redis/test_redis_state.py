@@ -447,7 +447,7 @@ def test_racing_processes_agree_on_a_folder_id(tmp_path):
 
 
 def state(client: Any, worker: str, folder: Path | None, **options: Any) -> RedisState:
-    return RedisState(client, "crawl", folder, worker=worker, delay=0.0, **options)
+    return RedisState(client, "crawl", folder, worker=worker, **{"delay": 0.0, **options})
 
 
 def test_a_joining_worker_leaves_the_leases_of_the_others_out(redis_client, tmp_path):
@@ -536,3 +536,68 @@ def test_the_end_of_a_run_logs_its_dead_letters(redis_client, caplog):
         a.end("finished")
     assert f"1 URLs were given up after 3 expired leases each: {u}" in caplog.text
     a.close()
+
+
+def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
+    a = state(redis_client, "a", None, ahead=2)
+    a.begin()
+    urls = [f"http://h{i}.test/" for i in range(6)]  # a host each: every URL is due at once
+    for url in urls:
+        a.frontier.push(url, url, 0)
+    first = a.frontier.lease()
+    assert first is not None and a.frontier.in_flight() == 1
+    # The claim of a page that will be stored, and its store, each take the next lease with them.
+    assert a.documents.claim_content("m0", first.url, path="h.test/0.html") is None
+    assert a.frontier.in_flight() == 2  # leased in Redis, held by the worker
+    a.stored(doc(first.url, md5="m0"))
+    assert a.frontier.in_flight() == 2  # the page's lease ended, another began
+    assert a.documents.claim_content("m1", "http://h.test/1", path="h.test/1.html") is None
+    assert a.documents.claim_content("m2", "http://h.test/2", path="h.test/2.html") is None
+    assert a.frontier.in_flight() == 2  # two held at most: these claims took none
+    # The scheduler gets them in the order they were taken, and no lease is taken for them.
+    calls = redis_client.info("commandstats")["cmdstat_evalsha"]["calls"]
+    held = [a.frontier.lease(), a.frontier.lease()]
+    assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == calls
+    assert [e.url for e in held if e is not None] == urls[1:3]
+    assert a.frontier.in_flight() == 2
+    fresh = a.frontier.lease()
+    assert fresh is not None and fresh.url == urls[3]  # none held: a lease of its own
+    assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == calls + 1
+    # One that waited longer than ahead_for goes back to its queue, and a fresh lease is taken.
+    assert a.documents.claim_content("m3", "http://h.test/3", path="h.test/3.html") is None
+    assert a.frontier.in_flight() == 4  # urls 1, 2 and 3 leased, and 4 held
+    a.frontier.ahead_for = 0.0
+    again = a.frontier.lease()
+    assert again is not None and again.url == urls[4]  # given back, first in order again
+    assert (a.frontier.in_flight(), a.frontier.pending()) == (4, 1)
+    assert a.frontier.attempts(urls[4]) == 0  # a lease handed back, not one that expired
+    # The worker's leases, held ones included, go back when it stops.
+    a.frontier.ahead_for = 600.0
+    a.stored(doc(fresh.url, md5="m4"))
+    assert (a.frontier.in_flight(), a.frontier.pending()) == (4, 0)
+    a.close()
+    b = state(redis_client, "b", None)
+    assert (b.frontier.in_flight(), b.frontier.pending()) == (0, 4)
+    assert b.frontier.counts()["charged"] == 6  # each URL spent the page budget once
+    b.close()
+
+
+def test_no_lease_is_taken_ahead_without_ahead_or_when_nothing_is_due(redis_client):
+    a = state(redis_client, "a", None)  # ahead=0: never
+    a.begin()
+    a.frontier.push("http://h.test/1", "http://h.test/1", 0)
+    a.frontier.push("http://h.test/2", "http://h.test/2", 0)
+    first = a.frontier.lease()
+    assert first is not None
+    a.stored(doc(first.url, md5="m1"))
+    assert (a.frontier.in_flight(), a.frontier.pending()) == (0, 1)
+    a.close()
+    b = state(redis_client, "b", None, ahead=4, delay=60.0)
+    b.begin()
+    second = b.frontier.lease()
+    assert second is not None
+    b.frontier.push("http://h.test/3", "http://h.test/3", 0)
+    b.stored(doc(second.url, md5="m2"))  # its host not due for a minute: nothing to take
+    assert (b.frontier.in_flight(), b.frontier.pending()) == (0, 1)
+    assert b.frontier.lease() is None
+    b.close()
