@@ -340,20 +340,25 @@ end
 return pushed
 """
 
-# ARGV: prefix, worker. Returns {record, server time, status, host, charged by this lease}.
+# ARGV: prefix, worker, ahead ('1': a lease taken ahead, which leaves a host's last free slot to
+# whoever has a thread free now). Returns {record, server time, status, host, charged by this lease}.
 _LEASE = r"""
 local now = now_time()
+local ahead = ARGV[3] == '1'
 reap(now, 16)
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIMIT', 0, 64)) do
   redis.call('ZREM', K.wait, host)
   local h = head(host)
   if h then redis.call('ZADD', K.heads, 0, h .. host) end
 end
-for _ = 1, 16 do
-  local m = redis.call('ZRANGE', K.heads, 0, 0)[1]
-  if not m then return {false, fmt(now), 'idle'} end
+local skipped = 0
+local function take(m)
   local n = member_len(m)
   local qm, host = string.sub(m, 1, n), string.sub(m, n + 1)
+  if ahead and tonumber(redis.call('HGET', K.inflight, host) or '0') + 1 >= CONC then
+    skipped = skipped + 1
+    return nil
+  end
   if redis.call('SISMEMBER', K.dropped, host) == 1 then
     redis.call('ZREM', K.heads, m)
     return {false, fmt(now), 'dropped', host}
@@ -365,31 +370,36 @@ for _ = 1, 16 do
       and tonumber(redis.call('HGET', K.n, 'charged') or '0') >= BUDGET then
     return {false, fmt(now), 'budget'}
   end
+  redis.call('ZREM', K.heads, m)
   -- A head without its record or out of its queue (never in a consistent state) is set right.
   if redis.call('ZREM', qkey(host), qm) == 0 or not t then
-    redis.call('ZREM', K.heads, m)
     place(host, false, now)
-  else
-    redis.call('ZREM', K.heads, m)
-    local charged = 0
-    if t.charged == 0 then
-      charged = 1
-      t.charged = 1
-      redis.call('HINCRBY', K.n, 'charged', 1)
-    end
-    t.state = 1
-    r = encode(t)
-    redis.call('HSET', K.u, h8, r)
-    redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
-    redis.call('HSET', K.owner, h8, ARGV[2])
-    redis.call('HINCRBY', K.inflight, host, 1)
-    redis.call('HINCRBY', K.n, 'queued', -1)
-    redis.call('HINCRBY', K.n, 'leased', 1)
-    local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
-    redis.call('HSET', K.next, host, fmt(nxt))
-    place(host, false, now)
-    return {r, fmt(now), 'leased', host, charged}
+    return nil
   end
+  local charged = 0
+  if t.charged == 0 then
+    charged = 1
+    t.charged = 1
+    redis.call('HINCRBY', K.n, 'charged', 1)
+  end
+  t.state = 1
+  r = encode(t)
+  redis.call('HSET', K.u, h8, r)
+  redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
+  redis.call('HSET', K.owner, h8, ARGV[2])
+  redis.call('HINCRBY', K.inflight, host, 1)
+  redis.call('HINCRBY', K.n, 'queued', -1)
+  redis.call('HINCRBY', K.n, 'leased', 1)
+  local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
+  redis.call('HSET', K.next, host, fmt(nxt))
+  place(host, false, now)
+  return {r, fmt(now), 'leased', host, charged}
+end
+for _ = 1, 16 do
+  local m = redis.call('ZRANGE', K.heads, skipped, skipped)[1]
+  if not m then return {false, fmt(now), 'idle'} end
+  local reply = take(m)
+  if reply then return reply end
 end
 return {false, fmt(now), 'idle'}
 """
@@ -865,7 +875,7 @@ class RedisFrontier:
         ahead already. Returns whether it added one."""
         if len(self._ahead) >= self.ahead:
             return False
-        self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker])
+        self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1"])
         return True
 
     def leased_ahead(self, reply: list[Any]) -> None:
@@ -885,7 +895,7 @@ class RedisFrontier:
             if reply[0] is not None:  # too old to trust its deadline: back to its queue
                 url = Record.decode(reply[0], self.dfs).entry.url
                 self._run("give_back", url_id(url)[0], "0", int(reply[4]))
-        return self._timed("lease", self.worker)
+        return self._timed("lease", self.worker, "0")
 
     def flush(self) -> None:
         """Send the pushes not sent yet now."""

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.politeness import Politeness
 from tarantula.core.state import CrawlState
-from tarantula.frontiers.redis import Lease, RedisFrontier, order_member, url_id
+from tarantula.frontiers.redis import Batch, Lease, RedisFrontier, order_member, url_id
 from tests.core.test_frontier import GRAPH, bfs, recursive_dfs
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -493,9 +493,24 @@ def check_invariants(client: Any, frontier: RedisFrontier, concurrency: int) -> 
             assert members and free
 
 
+def lease_ahead(worker: RedisFrontier) -> None:
+    """Take a lease ahead, as a page's content claim or store does, in a batch of its own."""
+    added: list[bool] = []
+
+    def fill(batch: Batch) -> None:
+        added.append(worker.add_lease_ahead(batch))
+        batch.hget(worker.prefix + "n", "queued")  # a batch is never empty
+
+    replies = worker.scripts.execute(fill)
+    if added[-1]:
+        worker.leased_ahead(replies[0])
+
+
 operations = st.lists(
     st.tuples(
-        st.sampled_from(["push", "lease", "ack", "requeue", "return", "pause", "drop", "reap"]),
+        st.sampled_from(
+            ["push", "lease", "ahead", "ack", "requeue", "return", "pause", "drop", "reap"]
+        ),
         st.integers(0, 1),  # which worker
         st.integers(0, 11),  # which URL
     ),
@@ -508,7 +523,15 @@ operations = st.lists(
 def test_every_step_keeps_the_state_consistent(redis_client, steps, traversal):
     crawl = f"ops-{next(crawls)}"
     workers = [
-        make(redis_client, crawl, traversal=traversal, concurrency=2, lease_timeout=0.05, worker=w)
+        make(
+            redis_client,
+            crawl,
+            traversal=traversal,
+            concurrency=2,
+            lease_timeout=0.05,
+            worker=w,
+            ahead=2,
+        )
         for w in ("one", "two")
     ]
     urls = [url(i % 3, str(i)) for i in range(12)]
@@ -522,6 +545,8 @@ def test_every_step_keeps_the_state_consistent(redis_client, steps, traversal):
             worker.requeue(u, u, which % 3, key, '{"retry_times": 1}')
         elif op == "lease" and (entry := worker.lease()) is not None:
             leased.append(entry.url)
+        elif op == "ahead":
+            lease_ahead(worker)
         elif op == "ack":
             worker.ack(leased.pop() if leased else u, "stored")
         elif op == "return":

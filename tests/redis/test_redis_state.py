@@ -539,8 +539,21 @@ def test_the_end_of_a_run_logs_its_dead_letters(redis_client, caplog):
 
 
 def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
-    a = state(redis_client, "a", None, ahead=2)
+    a = state(redis_client, "a", None, ahead=2, concurrency=2)
     a.begin()
+    # A lease taken ahead leaves a host's last free slot to whoever has a thread free now.
+    one = "http://one.test/"
+    a.frontier.push(one, one, 0)
+    a.frontier.push(one + "2", one + "2", 0)
+    assert a.frontier.lease() is not None
+    assert a.documents.claim_content("o1", one, path="one.test/index.html") is None
+    assert (a.frontier.in_flight(), a.frontier.pending()) == (1, 1)
+    a.frontier.ack(one, "stored")
+    assert a.documents.claim_content("o2", one + "2", path="one.test/2.html") is None
+    assert (a.frontier.in_flight(), a.frontier.pending()) == (1, 0)  # one slot of two taken
+    taken = a.frontier.lease()  # the one taken ahead: its slot is this lease's
+    assert taken is not None and taken.url == one + "2" and a.frontier.in_flight() == 1
+    a.frontier.ack(taken.url, "stored")
     urls = [f"http://h{i}.test/" for i in range(6)]  # a host each: every URL is due at once
     for url in urls:
         a.frontier.push(url, url, 0)
@@ -578,7 +591,7 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     a.close()
     b = state(redis_client, "b", None)
     assert (b.frontier.in_flight(), b.frontier.pending()) == (0, 4)
-    assert b.frontier.counts()["charged"] == 6  # each URL spent the page budget once
+    assert b.frontier.counts()["charged"] == 8  # each URL spent the page budget once
     b.close()
 
 
@@ -592,7 +605,7 @@ def test_no_lease_is_taken_ahead_without_ahead_or_when_nothing_is_due(redis_clie
     a.stored(doc(first.url, md5="m1"))
     assert (a.frontier.in_flight(), a.frontier.pending()) == (0, 1)
     a.close()
-    b = state(redis_client, "b", None, ahead=4, delay=60.0)
+    b = state(redis_client, "b", None, ahead=4, delay=60.0, concurrency=2)
     b.begin()
     second = b.frontier.lease()
     assert second is not None
