@@ -870,9 +870,10 @@ class RedisFrontier:
         self.refused += sum(1 for queued in pushed(replies) if not queued)
 
     def add_lease_ahead(self, batch: Batch) -> bool:
-        """Add a lease to ``batch`` (a page's store), to be kept for the scheduler's next call
-        (:meth:`leased_ahead` takes the reply): unless this worker holds :attr:`ahead` taken
-        ahead already. Returns whether it added one."""
+        """Add a lease taken ahead to ``batch`` (a page's content claim or store), to be kept for
+        a later call of the scheduler (:meth:`leased_ahead` takes the reply): unless this worker
+        holds :attr:`ahead` taken ahead already. Such a lease leaves a host's last free slot to
+        whoever has a thread free now. Returns whether it added one."""
         if len(self._ahead) >= self.ahead:
             return False
         self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1"])
