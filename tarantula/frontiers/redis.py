@@ -340,8 +340,9 @@ end
 return pushed
 """
 
-# ARGV: prefix, worker, ahead ('1': a lease taken ahead, which leaves a host's last free slot to
-# whoever has a thread free now). Returns {record, server time, status, host, charged by this lease}.
+# ARGV: prefix, worker, ahead ('1': a lease taken ahead, which does not take the last slot that is
+# free now, the only due host's last, from a worker with a thread free now). Returns {record,
+# server time, status, host, charged by this lease}.
 _LEASE = r"""
 local now = now_time()
 local ahead = ARGV[3] == '1'
@@ -351,17 +352,18 @@ for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIM
   local h = head(host)
   if h then redis.call('ZADD', K.heads, 0, h .. host) end
 end
-local skipped = 0
-local function take(m)
+for _ = 1, 16 do
+  local m = redis.call('ZRANGE', K.heads, 0, 0)[1]
+  if not m then return {false, fmt(now), 'idle'} end
   local n = member_len(m)
   local qm, host = string.sub(m, 1, n), string.sub(m, n + 1)
-  if ahead and tonumber(redis.call('HGET', K.inflight, host) or '0') + 1 >= CONC then
-    skipped = skipped + 1
-    return nil
-  end
   if redis.call('SISMEMBER', K.dropped, host) == 1 then
     redis.call('ZREM', K.heads, m)
     return {false, fmt(now), 'dropped', host}
+  end
+  if ahead and redis.call('ZCARD', K.heads) < 2
+      and tonumber(redis.call('HGET', K.inflight, host) or '0') + 1 >= CONC then
+    return {false, fmt(now), 'idle'}
   end
   local h8 = string.sub(qm, -8)
   local r = redis.call('HGET', K.u, h8)
@@ -370,36 +372,31 @@ local function take(m)
       and tonumber(redis.call('HGET', K.n, 'charged') or '0') >= BUDGET then
     return {false, fmt(now), 'budget'}
   end
-  redis.call('ZREM', K.heads, m)
   -- A head without its record or out of its queue (never in a consistent state) is set right.
   if redis.call('ZREM', qkey(host), qm) == 0 or not t then
+    redis.call('ZREM', K.heads, m)
     place(host, false, now)
-    return nil
+  else
+    redis.call('ZREM', K.heads, m)
+    local charged = 0
+    if t.charged == 0 then
+      charged = 1
+      t.charged = 1
+      redis.call('HINCRBY', K.n, 'charged', 1)
+    end
+    t.state = 1
+    r = encode(t)
+    redis.call('HSET', K.u, h8, r)
+    redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
+    redis.call('HSET', K.owner, h8, ARGV[2])
+    redis.call('HINCRBY', K.inflight, host, 1)
+    redis.call('HINCRBY', K.n, 'queued', -1)
+    redis.call('HINCRBY', K.n, 'leased', 1)
+    local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
+    redis.call('HSET', K.next, host, fmt(nxt))
+    place(host, false, now)
+    return {r, fmt(now), 'leased', host, charged}
   end
-  local charged = 0
-  if t.charged == 0 then
-    charged = 1
-    t.charged = 1
-    redis.call('HINCRBY', K.n, 'charged', 1)
-  end
-  t.state = 1
-  r = encode(t)
-  redis.call('HSET', K.u, h8, r)
-  redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
-  redis.call('HSET', K.owner, h8, ARGV[2])
-  redis.call('HINCRBY', K.inflight, host, 1)
-  redis.call('HINCRBY', K.n, 'queued', -1)
-  redis.call('HINCRBY', K.n, 'leased', 1)
-  local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
-  redis.call('HSET', K.next, host, fmt(nxt))
-  place(host, false, now)
-  return {r, fmt(now), 'leased', host, charged}
-end
-for _ = 1, 16 do
-  local m = redis.call('ZRANGE', K.heads, skipped, skipped)[1]
-  if not m then return {false, fmt(now), 'idle'} end
-  local reply = take(m)
-  if reply then return reply end
 end
 return {false, fmt(now), 'idle'}
 """
@@ -432,8 +429,10 @@ redis.call('ZADD', K.leases, 'XX', 'GT', deadline, ARGV[2])
 return redis.call('ZSCORE', K.leases, ARGV[2])
 """
 
-# ARGV: prefix, URL hash, pause (seconds), uncharge (0/1). A lease handed back unused.
+# ARGV: prefix, URL hash, pause (seconds), uncharge (0/1), worker. A lease of the worker's handed
+# back unused (not one that expired and went to another worker meanwhile).
 _GIVE_BACK = r"""
+if redis.call('HGET', K.owner, ARGV[2]) ~= ARGV[5] then return 0 end
 local r = redis.call('HGET', K.u, ARGV[2])
 if not r then return 0 end
 local t = decode(r)
@@ -872,19 +871,23 @@ class RedisFrontier:
     def add_lease_ahead(self, batch: Batch) -> bool:
         """Add a lease taken ahead to ``batch`` (a page's content claim or store), to be kept for
         a later call of the scheduler (:meth:`leased_ahead` takes the reply): unless this worker
-        holds :attr:`ahead` taken ahead already. Such a lease leaves a host's last free slot to
-        whoever has a thread free now. Returns whether it added one."""
+        holds :attr:`ahead` taken ahead already. Such a lease does not take the last slot that
+        is free now (the only due host's last): that one is for a worker with a thread free now.
+        Returns whether it added one."""
         if len(self._ahead) >= self.ahead:
             return False
         self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1"])
         return True
 
     def leased_ahead(self, reply: list[Any]) -> None:
-        """Keep the reply of a lease :meth:`add_lease_ahead` added, if it leased a URL or named a
-        dropped host (an idle or spent-budget answer is stale by the next call: it is asked again
-        then)."""
-        if reply[0] is not None or reply[2] == b"dropped":
+        """Keep the reply of a lease :meth:`add_lease_ahead` added, if it leased a URL. A dropped
+        host it met is dropped now (Redis took it out of the hosts to lease from: its queued URLs
+        must not wait for a call that may never come). An idle or spent-budget answer is stale
+        by the next call, which asks again."""
+        if reply[0] is not None:
             self._ahead.append((time.monotonic(), reply))
+        elif reply[2] == b"dropped":
+            self.drop_host(reply[3].decode())
 
     def _lease_reply(self) -> tuple[Any, float]:
         """The reply of the oldest lease taken ahead, while it is young enough, else of a lease
@@ -895,7 +898,7 @@ class RedisFrontier:
                 return reply, float(reply[1])
             if reply[0] is not None:  # too old to trust its deadline: back to its queue
                 url = Record.decode(reply[0], self.dfs).entry.url
-                self._run("give_back", url_id(url)[0], "0", int(reply[4]))
+                self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
         return self._timed("lease", self.worker, "0")
 
     def flush(self) -> None:
@@ -947,6 +950,7 @@ class RedisFrontier:
         self.generation = generation
         self.client.hset(self.prefix + "conf", "generation", generation)
         if kind == "resume":
+            self._ahead.clear()
             self._run("return_leases", "")
         elif kind == "recrawl":
             self._known = HashSet()
@@ -1092,7 +1096,9 @@ class RedisFrontier:
                     continue
                 if not gate.ready(entry.host, now):
                     pause = max(0.0, gate.due(entry.host) - now)
-                    self._run("give_back", url_id(entry.url)[0], repr(pause), int(charged))
+                    self._run(
+                        "give_back", url_id(entry.url)[0], repr(pause), int(charged), self.worker
+                    )
                     if entry.host in refused or pause == 0:
                         return Lease(None, server, "gate")
                     refused.add(entry.host)
@@ -1174,6 +1180,7 @@ class RedisFrontier:
     def return_leases(self) -> int:
         """Give this worker's leases back at once (a worker that stops cleanly); no attempt is
         counted. Returns how many."""
+        self._ahead.clear()  # leases taken ahead are among them
         return int(self._run("return_leases", self.worker))
 
     def pause(self, host: str, seconds: float) -> float:

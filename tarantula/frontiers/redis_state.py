@@ -615,7 +615,7 @@ class RedisDocumentStore(OutputFiles):
     ``db`` hosts the commit hooks (mirror files synced before a commit, index and duplicate lines
     appended after it); Redis itself is written at once. ``worker`` names the claims this worker
     makes (default: none, which a live-worker check never finds). With ``frontier`` (the worker's),
-    a content claim for a page that will be stored also takes the worker's next lease ahead
+    a content claim for a page that will be stored also takes a lease ahead under bfs
     (:meth:`~tarantula.frontiers.redis.RedisFrontier.add_lease_ahead`), in the same round trip.
     """
 
@@ -699,7 +699,10 @@ class RedisDocumentStore(OutputFiles):
                 nonlocal lease
                 self.scripts.add(batch, "claim_content", self.keys, [self.prefix, *args])
                 self._ask_placed(batch, url, path)
-                lease = frontier is not None and frontier.add_lease_ahead(batch)
+                # Not under dfs: the page's links, not pushed yet, may come first in its order.
+                lease = (
+                    frontier is not None and not frontier.dfs and frontier.add_lease_ahead(batch)
+                )
 
             replies = self.scripts.execute(fill)
             if lease:
@@ -966,8 +969,8 @@ class RedisState:
     def stored(self, doc: StoredDocument) -> None:
         """A document is stored: its record goes to the document store, and its URL is done, in
         one round trip (two scripts, each atomic, in this order, after the links' pushes held
-        until now). The worker's next lease is taken in the same round trip, unless it holds one
-        (:meth:`~tarantula.frontiers.redis.RedisFrontier.add_lease_ahead`)."""
+        until now). A lease is taken ahead in the same round trip, after them, unless the worker
+        holds as many as it may (:meth:`~tarantula.frontiers.redis.RedisFrontier.add_lease_ahead`)."""
         frontier = self.frontier
         pushes = frontier.take_pushes()
         ahead = False

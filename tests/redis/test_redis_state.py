@@ -20,6 +20,7 @@ import pytest
 
 from tarantula.core.documents import StoredDocument
 from tarantula.frontiers import redis_state
+from tarantula.frontiers.redis import url_id
 from tarantula.frontiers.redis_state import (
     RedisDocumentStore,
     RedisRunLog,
@@ -541,7 +542,7 @@ def test_the_end_of_a_run_logs_its_dead_letters(redis_client, caplog):
 def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     a = state(redis_client, "a", None, ahead=2, concurrency=2)
     a.begin()
-    # A lease taken ahead leaves a host's last free slot to whoever has a thread free now.
+    # A lease taken ahead does not take the last free slot of the only host that is due.
     one = "http://one.test/"
     a.frontier.push(one, one, 0)
     a.frontier.push(one + "2", one + "2", 0)
@@ -595,22 +596,85 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     b.close()
 
 
+def test_with_one_slot_a_host_a_lease_is_taken_ahead_while_another_host_is_due(redis_client):
+    a = state(redis_client, "a", None, ahead=4)  # host-concurrency 1
+    a.begin()
+    for url in ("http://h1.test/", "http://h1.test/2", "http://h2.test/", "http://h3.test/"):
+        a.frontier.push(url, url, 0)
+    first = a.frontier.lease()
+    assert first is not None and first.url == "http://h1.test/"
+    assert a.documents.claim_content("m1", first.url, path="h1.test/index.html") is None
+    assert a.frontier.in_flight() == 2  # h2's one slot: h3 is due as well
+    a.stored(doc(first.url, md5="m1"))  # h1's slot is free again: h1 and h3 are due
+    assert a.frontier.in_flight() == 2
+    assert a.documents.claim_content("m2", "http://x.test/", path="x.test/index.html") is None
+    assert a.frontier.in_flight() == 2  # h3 is the only host due: its one slot is left
+    held = [a.frontier.lease(), a.frontier.lease()]
+    assert [e.url for e in held if e is not None] == ["http://h2.test/", "http://h1.test/2"]
+    assert a.frontier.lease().url == "http://h3.test/"
+    a.close()
+
+
 def test_no_lease_is_taken_ahead_without_ahead_or_when_nothing_is_due(redis_client):
-    a = state(redis_client, "a", None)  # ahead=0: never
+    a = state(redis_client, "a", None, concurrency=2)  # ahead=0: never
     a.begin()
     a.frontier.push("http://h.test/1", "http://h.test/1", 0)
     a.frontier.push("http://h.test/2", "http://h.test/2", 0)
+    a.frontier.push("http://h2.test/", "http://h2.test/", 0)
     first = a.frontier.lease()
     assert first is not None
     a.stored(doc(first.url, md5="m1"))
-    assert (a.frontier.in_flight(), a.frontier.pending()) == (0, 1)
+    assert (a.frontier.in_flight(), a.frontier.pending()) == (0, 2)
     a.close()
     b = state(redis_client, "b", None, ahead=4, delay=60.0, concurrency=2)
     b.begin()
-    second = b.frontier.lease()
-    assert second is not None
+    second, third = b.frontier.lease(), b.frontier.lease()
+    assert second is not None and third is not None
     b.frontier.push("http://h.test/3", "http://h.test/3", 0)
-    b.stored(doc(second.url, md5="m2"))  # its host not due for a minute: nothing to take
-    assert (b.frontier.in_flight(), b.frontier.pending()) == (0, 1)
+    b.stored(doc(second.url, md5="m2"))  # no host due for a minute: nothing to take
+    assert (b.frontier.in_flight(), b.frontier.pending()) == (1, 1)
     assert b.frontier.lease() is None
+    b.close()
+
+
+def test_a_lease_held_too_long_is_not_given_back_once_another_worker_has_it(redis_client):
+    a = state(redis_client, "a", None, ahead=2, concurrency=3, lease_timeout=0.2)
+    b = state(redis_client, "b", None, concurrency=3, lease_timeout=0.2)
+    a.begin()
+    b.begin()
+    for url in ("http://h.test/1", "http://h.test/2"):
+        a.frontier.push(url, url, 0)
+    first = a.frontier.lease()
+    assert first is not None
+    assert a.documents.claim_content("m1", first.url, path="h.test/1.html") is None
+    a.frontier.ack(first.url, "stored")
+    # a holds h.test/2 past its deadline: b reaps it and leases it.
+    deadline = time.monotonic() + 30
+    while (taken := b.frontier.lease()) is None:
+        assert time.monotonic() < deadline, "the held lease never expired"
+        time.sleep(0.05)
+    assert taken.url == "http://h.test/2"
+    charged = b.frontier.counts()["charged"]
+    assert a.frontier.lease() is None  # its old reply is given back: not b's lease
+    assert b.frontier.in_flight() == 1 and b.frontier.counts()["charged"] == charged
+    assert redis_client.hget(b.frontier.prefix + "owner", url_id(taken.url)[0]) == b"b"
+    a.close()
+    b.close()
+
+
+def test_a_dropped_host_met_by_a_lease_taken_ahead_is_dropped_at_once(redis_client):
+    a = state(redis_client, "a", None, ahead=2, concurrency=2)
+    b = state(redis_client, "b", None, concurrency=2)
+    a.begin()
+    b.begin()
+    a.frontier.push("http://h.test/", "http://h.test/", 0)
+    first = a.frontier.lease()
+    assert first is not None
+    b.frontier.drop_host("gone.test")
+    b.frontier.push("http://gone.test/1", "http://gone.test/1", 0)  # queued after the drop
+    b.frontier.flush()
+    a.stored(doc(first.url, md5="m1"))  # its lease ahead meets the dropped host
+    assert (a.frontier.pending(), a.frontier.in_flight(), a.frontier.active()) == (0, 0, False)
+    assert a.frontier.take_dropped() == 1
+    a.close()
     b.close()
