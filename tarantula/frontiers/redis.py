@@ -896,9 +896,9 @@ class RedisFrontier:
             taken, reply = self._ahead.popleft()
             if time.monotonic() - taken < self.ahead_for:
                 return reply, float(reply[1])
-            if reply[0] is not None:  # too old to trust its deadline: back to its queue
-                url = Record.decode(reply[0], self.dfs).entry.url
-                self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
+            # Too old to trust its deadline: back to its queue (if still this worker's).
+            url = Record.decode(reply[0], self.dfs).entry.url
+            self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
         return self._timed("lease", self.worker, "0")
 
     def flush(self) -> None:
