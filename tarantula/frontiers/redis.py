@@ -879,6 +879,22 @@ class RedisFrontier:
         self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1"])
         return True
 
+    def execute_leasing_ahead(self, fill: Callable[[Batch], object]) -> list[Any]:
+        """The replies to a batch filled by ``fill`` (any scripts of the process, see
+        :class:`Scripts`), sent with a lease taken ahead after its commands
+        (:meth:`add_lease_ahead`), whose reply is kept (:meth:`leased_ahead`), not returned."""
+        ahead = False
+
+        def fill_and_lease(batch: Batch) -> None:
+            nonlocal ahead
+            fill(batch)
+            ahead = self.add_lease_ahead(batch)
+
+        replies = self.scripts.execute(fill_and_lease)
+        if ahead:
+            self.leased_ahead(replies.pop())
+        return replies
+
     def leased_ahead(self, reply: list[Any]) -> None:
         """Keep the reply of a lease :meth:`add_lease_ahead` added, if it leased a URL. A dropped
         host it met is dropped now (Redis took it out of the hosts to lease from: its queued URLs

@@ -693,21 +693,17 @@ class RedisDocumentStore(OutputFiles):
         if path is None:
             owner = self._run("claim_content", *args)
         else:
-            frontier, lease = self.frontier, False
 
             def fill(batch: Batch) -> None:
-                nonlocal lease
                 self.scripts.add(batch, "claim_content", self.keys, [self.prefix, *args])
                 self._ask_placed(batch, url, path)
-                # Not under dfs: the page's links, not pushed yet, may come first in its order.
-                lease = (
-                    frontier is not None and not frontier.dfs and frontier.add_lease_ahead(batch)
-                )
 
-            replies = self.scripts.execute(fill)
-            if lease:
-                cast("RedisFrontier", frontier).leased_ahead(replies.pop())
-            owner, raw, holder = replies
+            frontier = self.frontier
+            # Not under dfs: the page's links, not pushed yet, may come first in its order.
+            if frontier is not None and not frontier.dfs:
+                owner, raw, holder = frontier.execute_leasing_ahead(fill)
+            else:
+                owner, raw, holder = self.scripts.execute(fill)
             now = time.monotonic()
             while self._ahead and now - next(iter(self._ahead.values()))[0] >= self.ahead_for:
                 del self._ahead[next(iter(self._ahead))]  # pages that never reached the mirror
@@ -973,18 +969,13 @@ class RedisState:
         holds as many as it may (:meth:`~tarantula.frontiers.redis.RedisFrontier.add_lease_ahead`)."""
         frontier = self.frontier
         pushes = frontier.take_pushes()
-        ahead = False
 
         def fill(batch: Batch) -> None:
-            nonlocal ahead
             frontier.add_pushes(batch, pushes)  # the page's links go before its ack
             self.documents.store(doc, batch=batch)
             frontier.ack(doc.url, "stored", batch=batch)
-            ahead = frontier.add_lease_ahead(batch)
 
-        replies = frontier.scripts.execute(fill)
-        if ahead:
-            frontier.leased_ahead(replies.pop())
+        replies = frontier.execute_leasing_ahead(fill)
         frontier.pushes_sent(replies[:-2])
         self.documents.stored_in(doc, replies[-2])
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.politeness import Politeness
 from tarantula.core.state import CrawlState
-from tarantula.frontiers.redis import Batch, Lease, RedisFrontier, order_member, url_id
+from tarantula.frontiers.redis import Lease, RedisFrontier, order_member, url_id
 from tests.core.test_frontier import GRAPH, bfs, recursive_dfs
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -495,15 +495,7 @@ def check_invariants(client: Any, frontier: RedisFrontier, concurrency: int) -> 
 
 def lease_ahead(worker: RedisFrontier) -> None:
     """Take a lease ahead, as a page's content claim or store does, in a batch of its own."""
-    added: list[bool] = []
-
-    def fill(batch: Batch) -> None:
-        added.append(worker.add_lease_ahead(batch))
-        batch.hget(worker.prefix + "n", "queued")  # a batch is never empty
-
-    replies = worker.scripts.execute(fill)
-    if added[-1]:
-        worker.leased_ahead(replies[0])
+    worker.execute_leasing_ahead(lambda batch: batch.hget(worker.prefix + "n", "queued"))
 
 
 operations = st.lists(
