@@ -67,6 +67,7 @@ class FrontierScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self._committer: Any = None
         self._wake: Any = None
+        self._wake_due = 0.0
         # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from
         # an entry: they are handed out as they came, and do not survive a restart.
         self._foreign: dict[str, Request] = {}
@@ -100,12 +101,15 @@ class FrontierScheduler(BaseScheduler):
         # times a second, and asking Redis is a round trip: a "yes" stands for ACTIVE_FOR
         # seconds (a "no", which ends the crawl, is always the frontier's own).
         now = time.monotonic()
-        if now < self._active_until:
-            return True
-        active = self.frontier.active()
-        if active:
+        if now >= self._active_until:
+            if not self.frontier.active():
+                return False
             self._active_until = now + ACTIVE_FOR
-        return active
+        # The engine asks again only when a response arrives or on its 5-second heartbeat: a "yes"
+        # is asked again when it runs out, so that a crawl ends within a moment of its last work
+        # (SPEC 7.3) instead of at the next heartbeat.
+        self._wake_at(self._active_until)
+        return True
 
     def __len__(self) -> int:
         return self.frontier.pending()
@@ -177,13 +181,17 @@ class FrontierScheduler(BaseScheduler):
         return True
 
     def _wake_at(self, due: float | None) -> None:
-        """Ask the engine for requests again when the next host is due.
+        """Ask the engine for requests again at ``due`` (the next host due, or a "yes" of
+        :meth:`has_pending_requests` running out), unless it is asked sooner already.
 
         Scrapy's engine asks the scheduler again only when a response arrives or on its 5-second
         heartbeat; without this, a short delay with nothing in flight would become a 5-second stall.
         """
-        if due is None or self._wake is not None:
+        if due is None or (self._wake is not None and self._wake_due <= due):
             return
+        if self._wake is not None:
+            self._wake.cancel()
+        self._wake_due = due
         self._wake = call_later(max(0.0, due - time.monotonic()), self._poke_engine)
 
     def _poke_engine(self) -> None:

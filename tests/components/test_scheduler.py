@@ -19,6 +19,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy.utils.test import get_crawler
 from twisted.internet import reactor
+from twisted.internet.defer import Deferred
 from twisted.internet.task import deferLater
 
 from tarantula import meta
@@ -413,3 +414,25 @@ async def test_the_engine_is_asked_again_when_a_held_back_host_is_due(
     assert len(asked) == 1
     assert asked[0] - held_back_at >= 0.04
     assert handed_out(scheduler) == ["http://a.test/2"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_engine_is_asked_again_when_a_yes_runs_out(crawls: Crawls, open_scheduler):
+    # has_pending_requests' "yes" stands for a moment; when the crawl's last URL is handled within
+    # that moment, the engine must hear the "no" then, not at its 5-second heartbeat (the crawl
+    # ends within a second of its last work, SPEC 7.3).
+    crawl = crawls()
+    crawl.crawler.engine = engine = crawl.crawler._create_engine()
+    scheduler = open_scheduler(crawl)
+    asked: Deferred[float] = Deferred()
+    engine._slot = _Slot(
+        True, CallLaterOnce(lambda: asked.called or asked.callback(time.monotonic())), scheduler
+    )
+    scheduler.enqueue_request(request(crawl, "http://a.test/"))
+    assert scheduler.has_pending_requests()
+    assert handed_out(scheduler) == ["http://a.test/"]
+    store(crawl, "http://a.test/")
+    assert scheduler.has_pending_requests()  # the "yes" still stands
+    asked.addTimeout(4, reactor)  # below the engine's 5-second heartbeat
+    await asked
+    assert not scheduler.has_pending_requests()
