@@ -28,3 +28,8 @@ TARANTULA_STATE_IN_MEMORY: bool = False
 #: Bytes after which a WARC file (``warc = yes``) is closed and the next one started; a file holds
 #: at least one exchange, so a larger record makes a larger file.
 TARANTULA_WARC_MAX_SIZE: int = 1_000_000_000
+
+#: Seconds a rendering (``render-list``) may take beyond twice ``render-wait`` before it is given
+#: up and the page kept as served: a script that loops forever freezes the page, and
+#: scrapy-playwright's last read of it has no time limit of its own.
+TARANTULA_RENDER_GRACE: float = 40.0

@@ -129,13 +129,14 @@ async def settle(page: Page, limit: float) -> None:
 
 
 class RenderMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, grace: float) -> None:
         self.crawler = crawler
+        self.grace = grace
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
         context_of(crawler)  # a Tarantula crawl only
-        return cls(crawler)
+        return cls(crawler, crawler.settings.getfloat("TARANTULA_RENDER_GRACE"))
 
     async def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
@@ -153,7 +154,8 @@ class RenderMiddleware:
         if url := request.meta.get(URL):
             # A shared frontier's lease may expire while the browser works: it is pushed past
             # the rendering's time limit, so no other worker takes the page meanwhile (SPEC 9).
-            context.frontier.extend(url, context.config.lease_timeout + render_wait * 2 + 40)
+            limit = context.config.lease_timeout + render_wait * 2 + self.grace
+            context.frontier.extend(url, limit)
         try:
             rendered = await self._render(
                 rendering_request(request, response, render_wait), render_wait
@@ -177,7 +179,7 @@ class RenderMiddleware:
         handlers = self.crawler.engine.downloader.handlers
         # A script that loops forever freezes the page, and scrapy-playwright's last read of it
         # has no time limit of its own.
-        limit = render_wait * 2 + 40
+        limit = render_wait * 2 + self.grace
         try:
             rendered = await asyncio.wait_for(handlers.download_request_async(rendering), limit)
         except TimeoutError:
