@@ -35,7 +35,7 @@ class Host:
     in_flight: int = 0
     due: float = 0.0  # monotonic time of the next allowed request
     crawl_delay: float = 0.0
-    last_start: float = -math.inf  # when the latest request went out (or may go, reserved)
+    last_start: float = -math.inf  # when the latest request went out
     failures: int = 0  # consecutive
     backoffs: int = 0  # consecutive
     dropped: bool = False
@@ -117,20 +117,34 @@ class Politeness:
         host.requests += 1
         host.due = max(host.due, now + self.gap(name))
 
-    def reserve(self, name: str, now: float) -> float:
+    def book_start(self, name: str, now: float) -> float:
         """A request to ``name`` is about to go on the wire (after robots.txt and the other
-        checks): the time it may go, at least the gap after the one before (robots.txt requests
-        included, which the frontier does not hand out); the next gap counts from it.
+        checks): 0.0 when it may go at ``now``, which is then booked as its start (the next gap
+        counts from it), else the seconds to wait before asking again. robots.txt requests, which
+        the frontier does not hand out, take their turn too.
+
+        A start is booked when it is taken, never ahead: a request that wakes up late cannot
+        shorten the gap after it, since the next one counts from when it really went.
 
         >>> p = Politeness(delay=1.0, concurrency=2)
-        >>> p.reserve("h", 10.0), p.reserve("h", 10.2), p.reserve("h", 13.0), p.due("h")
-        (10.0, 11.0, 13.0, 14.0)
+        >>> p.book_start("h", 10.0), p.book_start("h", 10.25), p.book_start("h", 11.5), p.due("h")
+        (0.0, 0.75, 0.0, 12.5)
         """
+        wait = self.wire_wait(name, now)
+        if wait > 0:
+            return wait
+        self.booked(name, now)
+        return 0.0
+
+    def wire_wait(self, name: str, now: float) -> float:
+        """Seconds from ``now`` until a request to ``name`` may start (0 or less: it may now)."""
+        return self.host(name).last_start + self.gap(name) - now
+
+    def booked(self, name: str, now: float) -> None:
+        """A request to ``name`` starts at ``now``: the next one keeps the gap after it."""
         host = self.host(name)
-        start = max(now, host.last_start + self.gap(name))
-        host.last_start = start
-        host.due = max(host.due, start + self.gap(name))
-        return start
+        host.last_start = now
+        host.due = max(host.due, now + self.gap(name))
 
     def set_crawl_delay(self, name: str, seconds: float) -> None:
         """robots.txt asks for ``seconds`` between requests; it applies from the latest request."""

@@ -83,11 +83,10 @@ class PolitenessMiddleware:
             raise IgnoreRequest("host dropped")  # released in process_exception
         # The request goes on the wire next: it passed robots.txt (whose rules it may have waited
         # for, with others of its host), and the download slots add no wait of their own. It
-        # keeps the gap to the one before; the next gap counts from it.
-        now = time.monotonic()
-        start = self.politeness.reserve(host, now)
-        if start > now:
-            await asyncio.sleep(start - now)
+        # waits until politeness books its start, the gap after the one before; the next gap
+        # counts from it.
+        while (wait := self.politeness.book_start(host, time.monotonic())) > 0:
+            await asyncio.sleep(wait)
 
     @staticmethod
     def _host(request: Request) -> tuple[str, bool]:

@@ -11,9 +11,9 @@ configuration file computes the same one (:func:`crawl_id`).
 
 :class:`SharedPoliteness` keeps the single-process rules of
 :class:`~tarantula.core.politeness.Politeness` and adds the shared part, each step one Lua script
-reading the server's clock: the wire start of every request to a host is reserved in Redis, so two
-requests to a host start at least ``delay`` (or the larger Crawl-delay) apart whichever workers
-send them (with no delay to keep, nothing is asked); a back-off (Retry-After) pauses the host for
+reading the server's clock: the wire start of every request to a host is booked in Redis when it
+is taken, so two requests to a host start at least ``delay`` (or the larger Crawl-delay) apart
+whichever workers send them (with no delay to keep, nothing is asked); a back-off (Retry-After) pauses the host for
 every worker; ``host-failures`` counts the failures in a row of all workers (a success resets the
 count when its worker had seen the host fail), and a host dropped by one worker is dropped for the
 crawl. The
@@ -105,14 +105,17 @@ def connect(url: str, *, retry_forever: bool = True) -> Redis:
     return client
 
 
-# The reserve script: the request may start at the later of now and the host's reserved time (a
-# pause included); the next one then waits the gap after it. Answers the start and the server time.
-_RESERVE = r"""
+# The start script: a request may start now when the host's next start time has passed, and is
+# then booked at the server's time (the next one waits the gap after it); otherwise it answers the
+# seconds left, and the worker asks again then. Nothing is booked ahead: a worker's clock is never
+# compared with the server's, and a worker that wakes up late cannot shorten the gap after it.
+_START = r"""
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local start = math.max(now, tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0'))
-redis.call('HSET', KEYS[1], ARGV[1], string.format('%.6f', start + tonumber(ARGV[2])))
-return {string.format('%.6f', start), string.format('%.6f', now)}
+local next_start = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+if now < next_start then return string.format('%.6f', next_start - now) end
+redis.call('HSET', KEYS[1], ARGV[1], string.format('%.6f', now + tonumber(ARGV[2])))
+return '0'
 """
 
 # A pause: no request to the host starts before now + seconds.
@@ -139,24 +142,24 @@ class SharedPoliteness(Politeness):
         self.client = frontier.client
         self._wire = frontier.prefix + "wire"
         self._fails = frontier.prefix + "fails"
-        self._reserve = self.client.register_script(_RESERVE)
+        self._start = self.client.register_script(_START)
         self._pause = self.client.register_script(_PAUSE)
 
-    def reserve(self, name: str, now: float) -> float:
-        """The time (on ``now``'s clock) the request may go: the gap after the last request any
-        worker reserved for the host, and after any pause."""
-        local = super().reserve(name, now)
-        if self.gap(name) == 0 and not self.host(name).backoffs:
-            return local  # no delay to keep (delay 0, no Crawl-delay, no back-off): nothing to ask
-        before = time.monotonic()
-        reply = self._reserve(keys=[self._wire], args=[name, repr(self.gap(name))])
-        start, server = float(reply[0]), float(reply[1])
-        shared = now + (start - server) + (time.monotonic() - before) / 2
-        start_at = max(local, shared)
-        host = self.host(name)
-        host.last_start = max(host.last_start, start_at)
-        host.due = max(host.due, start_at + self.gap(name))
-        return start_at
+    def book_start(self, name: str, now: float) -> float:
+        """0.0 when a request to ``name`` may start now, booked for every worker (the gap after
+        the last request any worker started, and any pause, have passed); else the seconds to wait
+        before asking again."""
+        wait = self.wire_wait(name, now)
+        if wait > 0:
+            return wait
+        if self.gap(name) > 0 or self.host(name).backoffs:  # else there is nothing to keep
+            wait = float(self._start(keys=[self._wire], args=[name, repr(self.gap(name))]))
+            if wait > 0:
+                host = self.host(name)
+                host.due = max(host.due, now + wait)
+                return wait
+        self.booked(name, now)
+        return 0.0
 
     def back_off(self, name: str, now: float, seconds: float | None, cap: float = 60.0,
                  *, asked: bool = True) -> tuple[float, bool]:  # fmt: skip

@@ -229,12 +229,13 @@ def clock(monkeypatch) -> Clock:
 
 
 @pytest.fixture
-def sleeps(monkeypatch) -> list[float]:
-    """The waits the politeness middleware asks for, recorded instead of slept."""
+def sleeps(monkeypatch, clock) -> list[float]:
+    """The waits the politeness middleware asks for, recorded and passed on the clock."""
     waits: list[float] = []
 
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
+        clock.now += seconds
 
     monkeypatch.setattr(politeness_module, "asyncio", SimpleNamespace(sleep=sleep))
     return waits

@@ -67,8 +67,8 @@ def test_the_figures_come_from_the_state_the_stats_and_politeness(crawl: Crawl):
     stats.set_value("tarantula/failures/http-404", 2)
     stats.set_value("tarantula/failures/TimeoutError", 1)
     politeness = context.politeness
-    politeness.reserve("a.test", 100.0)  # a request 5 s ago
-    politeness.reserve("b.test", 50.0)  # long ago: not active
+    politeness.book_start("a.test", 100.0)  # a request 5 s ago
+    politeness.book_start("b.test", 50.0)  # long ago: not active
     politeness.started("c.test", 50.0)  # long ago, but still in flight
     extension = CrawlStatus(crawl.crawler, context, terminal=None, clock=lambda: 90.0)
     stats.set_value("response_received_count", 10)

@@ -53,46 +53,68 @@ def test_a_start_never_brings_the_due_time_forward():
     assert p.due("h") == 30.0
 
 
-# Wire time: reserve.
+# Wire time: book_start.
+
+
+def starts_of(p: Politeness, calls: list[float]) -> list[float]:
+    """When requests asked for at ``calls`` go, each waiting and asking again as the middleware
+    does."""
+    starts = []
+    for now in calls:
+        while (wait := p.book_start("h", now)) > 0:
+            now += wait
+        starts.append(now)
+    return starts
 
 
 @pytest.mark.parametrize(
     ("delay", "calls", "starts"),
     [
         (1.0, [10.0], [10.0]),
-        (1.0, [10.0, 10.2], [10.0, 11.0]),  # too soon: it waits for the gap
-        (1.0, [10.0, 10.2, 10.3], [10.0, 11.0, 12.0]),  # each counts from the one before
-        (1.0, [10.0, 13.0], [13.0]),  # late enough: at once
+        (1.0, [10.0, 10.25], [10.0, 11.0]),  # too soon: it waits for the gap
+        (1.0, [10.0, 10.25, 10.5], [10.0, 11.0, 12.0]),  # each counts from the one before
+        (1.0, [10.0, 13.0], [10.0, 13.0]),  # late enough: at once
         (0.0, [10.0, 10.0, 10.0], [10.0, 10.0, 10.0]),
     ],
 )
-def test_reserve_spaces_wire_times_by_the_gap(delay, calls, starts):
+def test_starts_are_spaced_by_the_gap(delay, calls, starts):
     p = Politeness(delay=delay, concurrency=4)
-    got = [p.reserve("h", now) for now in calls]
-    assert got[-len(starts) :] == starts
-    assert p.due("h") == got[-1] + delay
+    assert starts_of(p, calls) == starts
+    assert p.due("h") == starts[-1] + delay
+
+
+def test_a_start_is_booked_only_when_taken():
+    p = Politeness(delay=1.0, concurrency=2)
+    assert p.book_start("h", 10.0) == 0.0
+    assert p.book_start("h", 10.25) == 0.75  # not booked: it asks again
+    assert p.book_start("h", 11.5) == 0.0  # woke up late: the next gap counts from 11.5
+    assert p.book_start("h", 12.0) == 0.5
 
 
 def test_a_robots_txt_request_counts_towards_the_gap():
     # robots.txt is never handed out by the frontier (no started), but it goes on the wire.
     p = Politeness(delay=1.0)
-    assert p.reserve("h", 5.0) == 5.0  # robots.txt
+    assert p.book_start("h", 5.0) == 0.0  # robots.txt
     p.started("h", 5.0)  # the page the frontier hands out meanwhile
-    assert p.reserve("h", 5.1) == 6.0
+    assert p.book_start("h", 5.25) == 0.75
 
 
 @given(
     delay=st.floats(0, 10),
     steps=st.lists(st.floats(0, 5), min_size=1, max_size=30),
+    late=st.lists(st.floats(0, 3), min_size=30, max_size=30),
 )
-def test_reserved_starts_are_never_closer_than_the_gap_nor_before_asked(delay, steps):
+def test_starts_are_never_closer_than_the_gap_nor_before_asked(delay, steps, late):
+    # Each request wakes up late by some amount, as on a loaded machine.
     p = Politeness(delay=delay, concurrency=100)
     now, starts = 0.0, []
-    for step in steps:
+    for step, lateness in zip(steps, late, strict=False):
         now += step
-        start = p.reserve("h", now)
-        assert start >= now
-        starts.append(start)
+        asked = now
+        while (wait := p.book_start("h", now)) > 0:
+            now += wait + lateness
+        assert now >= asked
+        starts.append(now)
     assert all(b - a >= delay - 1e-9 for a, b in itertools.pairwise(starts))
 
 
@@ -101,19 +123,20 @@ def test_reserved_starts_are_never_closer_than_the_gap_nor_before_asked(delay, s
 
 def test_a_crawl_delay_larger_than_delay_applies_from_the_latest_start():
     p = Politeness(delay=1.0)
-    p.reserve("h", 100.0)  # robots.txt went out at 100
+    p.book_start("h", 100.0)  # robots.txt went out at 100
     p.set_crawl_delay("h", 5.0)  # and asks for 5 s
     assert p.gap("h") == 5.0
     assert p.due("h") == 105.0
     assert not p.ready("h", 104.9) and p.ready("h", 105.0)
-    assert p.reserve("h", 101.0) == 105.0
+    assert p.book_start("h", 101.0) == 4.0
+    assert p.book_start("h", 105.0) == 0.0
     p.started("h", 105.0)
     assert p.due("h") == 110.0
 
 
 def test_a_crawl_delay_below_delay_changes_nothing():
     p = Politeness(delay=2.0)
-    p.reserve("h", 100.0)
+    p.book_start("h", 100.0)
     p.set_crawl_delay("h", 0.5)
     assert p.gap("h") == 2.0 and p.due("h") == 102.0
 

@@ -1,0 +1,58 @@
+"""Politeness across the workers of a shared crawl (SPEC 9), against a real ``redis-server``: two
+:class:`~tarantula.frontiers.shared.SharedPoliteness` objects on one crawl stand for two workers,
+each starting its requests the way the politeness middleware does (ask, wait, ask again)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tarantula.frontiers.redis_state import RedisState
+from tarantula.frontiers.shared import SharedPoliteness
+
+
+def worker(client: Any, name: str, delay: float) -> SharedPoliteness:
+    state = RedisState(client, "polite", None, worker=name, delay=delay)
+    return SharedPoliteness(state.frontier, delay, 0.0, 1, 5, 600.0)
+
+
+def go(politeness: SharedPoliteness, host: str) -> float:
+    """Start a request to ``host`` as the middleware does; the local time it goes."""
+    while (wait := politeness.book_start(host, time.monotonic())) > 0:
+        time.sleep(wait)
+    return time.monotonic()
+
+
+def test_a_held_up_round_trip_cannot_shorten_the_gap(redis_server):
+    # A loaded machine can hold a worker's call to Redis up for a long while: here the server
+    # holds a's first call 0.3 s (CLIENT PAUSE, in effect once it has answered). a's request goes
+    # when its answer arrives; b's must still come the whole delay after it.
+    delay = 0.4
+    a = worker(redis_server.client(), "a", delay)
+    b = worker(redis_server.client(), "b", delay)
+    redis_server.client().execute_command("CLIENT", "PAUSE", "300", "WRITE")
+    started_a = go(a, "h")
+    started_b = go(b, "h")
+    # a went the moment its answer arrived, a little after the server booked its start.
+    assert started_b - started_a >= delay - 0.05
+
+
+def test_a_worker_asks_again_rather_than_booking_ahead(redis_server):
+    delay = 0.3
+    a = worker(redis_server.client(), "a", delay)
+    b = worker(redis_server.client(), "b", delay)
+    assert a.book_start("h", time.monotonic()) == 0.0
+    wait = b.book_start("h", time.monotonic())
+    assert 0 < wait <= delay
+    # Nothing was booked for b: a third request still waits for a's gap only, not for b's.
+    c = worker(redis_server.client(), "c", delay)
+    assert c.book_start("h", time.monotonic()) <= wait
+    assert b.host("h").due >= time.monotonic()  # b's frontier holds the host back meanwhile
+
+
+def test_no_delay_to_keep_asks_nothing(redis_server):
+    client = redis_server.client()
+    a = worker(client, "a", 0.0)
+    calls_before = int(client.info("stats")["total_commands_processed"])
+    assert a.book_start("h", time.monotonic()) == 0.0
+    assert int(client.info("stats")["total_commands_processed"]) == calls_before + 1  # info
