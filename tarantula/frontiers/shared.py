@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from typing import TYPE_CHECKING
 
 from tarantula.core.politeness import Politeness
