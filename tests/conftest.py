@@ -19,7 +19,7 @@ import pytest
 from hypothesis import settings
 
 from tarantula.core.index import IndexRecord, parse_index
-from tarantula.core.repository import OWN_NAMES
+from tarantula.core.layout import OWN_NAMES
 from tarantula.demo.server import RequestRecord, SiteServer
 
 # No per-example deadline: a loaded machine can pause any example for longer than the default

@@ -47,16 +47,17 @@ from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
 from tarantula.core.database import sync_filesystem
-from tarantula.core.mirror import _TEMPORARY_PREFIX
-from tarantula.core.repository import OWN_NAMES, STATE_FOLDER, Repository
-from tarantula.frontiers.redis_state import (
+from tarantula.core.layout import (
+    CAPTURES_NAME,
     FOLDER_ID_NAME,
-    RedisDocumentStore,
-    Workers,
+    OWN_NAMES,
+    STATE_FOLDER,
+    WARC_FOLDER,
     folder_id_of,
-    last_run,
     read_folder_id,
 )
+from tarantula.core.mirror import _TEMPORARY_PREFIX
+from tarantula.core.repository import Repository
 from tarantula.frontiers.shared import RedisUnreachable, connect, crawl_id, key_prefix
 
 if TYPE_CHECKING:
@@ -65,11 +66,7 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from tarantula.core.config import CrawlConfig
-
-#: The repository's folder of WARC files and the state folder's WARC captures
-#: (:mod:`tarantula.core.warc`, which needs warcio: a merge does not).
-WARC_FOLDER = "warc"
-CAPTURES_NAME = "warc-captures.tsv"
+    from tarantula.frontiers.redis_state import RedisDocumentStore
 
 #: How a file came to be in the repository.
 LINKED, COPIED, IN_PLACE = "linked", "copied", "in place"
@@ -190,6 +187,8 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     """Merge ``folders`` (folder, folder id) of the crawl under ``prefix`` into the repository
     ``target`` (see the module's docstring); yields one line per record not merged (its copy is
     missing or could not be placed), which stays with its folder."""
+    from tarantula.frontiers.redis_state import RedisDocumentStore, last_run
+
     last = last_run(client, prefix)
     target.mkdir(parents=True, exist_ok=True)
     target_id = folder_id_of(target)
@@ -325,6 +324,8 @@ def _ends_with_newline(path: Path) -> bool:
 def open_crawl(config: CrawlConfig) -> tuple[Redis, str]:
     """A client of ``config``'s Redis and the prefix of its crawl's keys; :class:`MergeError` when
     there is no crawl of it there or workers are at work on it."""
+    from tarantula.frontiers.redis_state import Workers, last_run
+
     crawl = crawl_id(config)
     prefix = key_prefix(crawl)
     client = connect(config.redis, retry_forever=False)

@@ -41,12 +41,18 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
-from tarantula.core.browse import BROWSE_NAME, COPY, decode_page, kind_of, link_target, page_links
+from tarantula.core.browse import COPY, decode_page, kind_of, link_target, page_links
 from tarantula.core.browse import record_fields as _record_fields
 from tarantula.core.config import CrawlConfig
 from tarantula.core.document import codec_for_label
-from tarantula.core.repository import OWN_NAMES, STATE_FOLDER, Repository
-from tarantula.frontiers.redis_state import FOLDER_ID_NAME, RedisDocumentStore, read_folder_id
+from tarantula.core.layout import (
+    BROWSE_NAME,
+    FOLDER_ID_NAME,
+    OWN_NAMES,
+    STATE_FOLDER,
+    read_folder_id,
+)
+from tarantula.core.repository import Repository
 from tarantula.frontiers.shared import RedisUnreachable, connect, crawl_id, key_prefix
 
 if TYPE_CHECKING:
@@ -54,7 +60,7 @@ if TYPE_CHECKING:
 
 #: Top-level names of a repository that are its own files, not mirrored documents: the index,
 #: duplicates and state, and the outputs of SPEC 11.
-OWN_FILES = OWN_NAMES | {BROWSE_NAME, "warc", "report.html"}
+OWN_FILES = OWN_NAMES
 
 #: Bytes read at a time from a WARC file.
 _CHUNK = 1 << 20
@@ -164,6 +170,8 @@ def read_shared_documents(config: CrawlConfig, root: Path) -> dict[str, Stored] 
     no folder id. :class:`~tarantula.frontiers.shared.RedisUnreachable` when Redis does not
     answer, ``ValueError`` when the folder id file is empty."""
     from redis import RedisError
+
+    from tarantula.frontiers.redis_state import RedisDocumentStore
 
     client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
     try:

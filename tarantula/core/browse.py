@@ -50,13 +50,13 @@ from urllib.parse import quote, unquote_to_bytes
 from tarantula.core.database import StateDB
 from tarantula.core.document import codec_for_label
 from tarantula.core.frontier import url_hash
+from tarantula.core.layout import BROWSE_NAME
 from tarantula.core.mirror import UnsafePath, store_path, write_atomic
 from tarantula.core.urls import LinkResolver, UrlRejected, join_url
 
 logger = logging.getLogger(__name__)
 
 #: The folder of the browsable copy, at the top of the repository.
-BROWSE_NAME = "browse"
 
 #: What a document's browse copy is made of: its links rewritten (an HTML page, a CSS file) or
 #: the raw copy itself.

@@ -593,12 +593,32 @@ class _Reader:
             self.values[field] = tuple(converted) if key.many else converted[0]
 
 
+#: The optional extras (SPEC 1): extra -> the packages it installs that the crawl imports.
+EXTRAS = {
+    "redis": ("redis", "hiredis"),
+    "warc": ("warcio",),
+    "playwright": ("playwright", "scrapy_playwright"),
+}
+
+
+def missing_extra(feature: str, extra: str) -> str | None:
+    """Why ``feature`` cannot be used here, when a package of its optional ``extra`` is missing
+    (tests/integration/test_extras.py runs crawls with the extras' packages hidden)."""
+    missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+    if not missing:
+        return None
+    return (
+        f"{feature} needs the {extra} extra, which is not installed (no {', '.join(missing)}): "
+        f"pip install 'tarantula[{extra}]'"
+    )
+
+
 def renderer_problem(browser: str) -> str | None:
     """Why pages cannot be rendered (SPEC 10) with ``browser`` here, or None when they can: the
     ``playwright`` extra must be installed, and the browser must be an executable file (a path, or
     a name looked up on PATH)."""
-    if importlib.util.find_spec("scrapy_playwright") is None:
-        return "'render-list' needs the playwright extra: pip install 'tarantula[playwright]'"
+    if problem := missing_extra("'render-list'", "playwright"):
+        return problem
     if shutil.which(browser) is None:
         return (
             f"'render-list' needs a Chromium browser, and '{browser}' is not an executable file "
@@ -623,16 +643,9 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
             reader.error(
                 reader.first_seen.get("browser", reader.first_seen["render-list"]), problem
             )
-    if reader.values.get("warc") and importlib.util.find_spec("warcio") is None:
-        reader.error(
-            reader.first_seen["warc"],
-            "warc = yes needs warcio: install the warc extra (pip install 'tarantula[warc]')",
-        )
-    if reader.values.get("redis") and importlib.util.find_spec("redis") is None:
-        reader.error(
-            reader.first_seen["redis"],
-            "redis needs redis-py: install the redis extra (pip install 'tarantula[redis]')",
-        )
+    for key, feature, extra in (("warc", "warc = yes", "warc"), ("redis", "'redis'", "redis")):
+        if reader.values.get(key) and (problem := missing_extra(feature, extra)):
+            reader.error(reader.first_seen[key], problem)
     if reader.values.get("redis") and reader.values.get("browsable"):
         reader.error(
             reader.first_seen["browsable"],

@@ -38,7 +38,7 @@ has:
 'ex.com/a/%%/%%%2E%2E/%%%01/x'
 
 So is a host folder that would take one of the repository's own top-level names
-(:data:`REPOSITORY_NAMES`: the index, the state folder, ``browse/``, ...), which a host without a
+(:data:`~tarantula.core.layout.OWN_NAMES`: the index, the state folder, ``browse/``, ...), which a host without a
 port can be named:
 
 >>> show("http://browse/"), show("http://index.txt/a.pdf", "pdf"), show("http://browse:8080/")
@@ -76,14 +76,10 @@ import re
 import secrets
 from pathlib import Path, PurePosixPath
 
+from tarantula.core.layout import OWN_NAMES
+
 MAX_NAME_BYTES = 200
 
-#: The repository's own top-level names (:data:`tarantula.core.repository.OWN_NAMES`, which imports
-#: this module, so the names are repeated here and a test keeps the two in step). A host folder of
-#: one of these names is escaped, so no host's copies mix with the index, the state or an output.
-REPOSITORY_NAMES = frozenset(
-    {"index.txt", "duplicates.tsv", ".tarantula", "report.html", "browse", "warc"}
-)
 
 #: The extension given to an extensionless name whose document type is unknown, or whose type
 #: name is not a plain extension (``vnd.ms-excel``).
@@ -200,12 +196,12 @@ def _safe(name: str) -> str:
 
 def _host_folder(authority: str) -> str:
     """The folder of a host (``host[:port]``): :func:`_safe`, and escaped like an unsafe name when
-    it is one of :data:`REPOSITORY_NAMES` (in any case, for case-insensitive file systems).
+    it is one of the repository's own names (in any case, for case-insensitive file systems).
 
     >>> _host_folder("ex.com:8080"), _host_folder("warc"), _host_folder("Report.HTML")
     ('ex.com:8080', '%%warc', '%%Report%2EHTML')
     """
-    if authority.lower() in REPOSITORY_NAMES:
+    if authority.lower() in OWN_NAMES:
         return "%%" + _escape_all(authority)
     return _safe(authority)
 

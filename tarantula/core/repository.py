@@ -25,6 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tarantula.core.layout import (
+    DUPLICATES_NAME,
+    INDEX_NAME,
+    REPORT_NAME,
+    STATE_FOLDER,
+    STATE_NAME,
+    STATS_NAME,
+)
 from tarantula.core.mirror import sweep_temporary
 from tarantula.core.state import CrawlState, Run, last_run_at
 
@@ -32,16 +40,6 @@ if TYPE_CHECKING:
     from tarantula.frontiers.redis_state import RedisState
 
 logger = logging.getLogger(__name__)
-
-INDEX_NAME = "index.txt"
-DUPLICATES_NAME = "duplicates.tsv"
-STATE_FOLDER = ".tarantula"
-STATE_NAME = "state.db"
-STATS_NAME = "stats.json"  # the last run's final Scrapy stats, in the state folder
-REPORT_NAME = "report.html"  # the crawl report (SPEC 11), written at the end of every run
-#: Top-level names of the repository that are not mirrored documents.
-OWN_NAMES = frozenset({INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER, "browse", "warc", REPORT_NAME})
-
 
 #: Seconds to wait before resuming a crawl that ended unfinished, but for the time limit.
 RESUME_PAUSE = 5.0

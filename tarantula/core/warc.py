@@ -24,7 +24,6 @@ import hashlib
 import http
 import io
 import os
-import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -37,16 +36,11 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-#: The repository's folder of WARC files, and the state folder's list of captures.
-WARC_FOLDER = "warc"
-CAPTURES_NAME = "warc-captures.tsv"
+from tarantula.core.layout import WARC_FILE_NAME
 
 WARC_VERSION = "WARC/1.1"
 SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 WARC_1_1 = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
-
-#: ``tarantula-<UTC yyyymmddhhmmss>-<serial>.warc.gz``; the serial runs on across the repository.
-FILE_NAME = re.compile(r"tarantula-(\d{14})-(\d{5,})\.warc\.gz")
 
 #: The request headers that make a 304 an answer about a stored copy.
 CONDITIONAL = frozenset({"if-none-match", "if-modified-since"})
@@ -74,7 +68,7 @@ def next_serial(names: Iterable[str]) -> int:
     >>> next_serial([])
     0
     """
-    serials = [int(m[2]) for name in names if (m := FILE_NAME.fullmatch(name))]
+    serials = [int(m[2]) for name in names if (m := WARC_FILE_NAME.fullmatch(name))]
     return max(serials, default=-1) + 1
 
 
@@ -82,7 +76,7 @@ def warc_files(folder: Path) -> list[Path]:
     """The WARC files Tarantula wrote in ``folder``, in the order they were written."""
     if not folder.is_dir():
         return []
-    found = [(m[2], p) for p in folder.iterdir() if (m := FILE_NAME.fullmatch(p.name))]
+    found = [(m[2], p) for p in folder.iterdir() if (m := WARC_FILE_NAME.fullmatch(p.name))]
     return [path for _, path in sorted(found, key=lambda item: int(item[0]))]
 
 

@@ -49,7 +49,7 @@ from scrapy.exceptions import NotConfigured
 
 from tarantula import __version__
 from tarantula.context import CrawlContext, context_of
-from tarantula.core.repository import STATE_FOLDER
+from tarantula.core.layout import CAPTURES_NAME, STATE_FOLDER, WARC_FOLDER
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -73,7 +73,7 @@ class WarcMiddleware:
     def __init__(
         self, crawler: Crawler, context: CrawlContext, max_size: int, check_previous: bool = True
     ) -> None:
-        from tarantula.core.warc import CAPTURES_NAME, WARC_FOLDER, Captures, RecordMaker
+        from tarantula.core.warc import Captures, RecordMaker
 
         self.crawler = crawler
         self.stats = crawler.stats

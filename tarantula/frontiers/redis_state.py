@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import time
 from collections.abc import Iterable, Iterator
@@ -94,7 +93,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tarantula.core.database import StateDB, write_lines
 from tarantula.core.documents import OutputFiles, StoredDocument
-from tarantula.core.repository import STATE_FOLDER
+from tarantula.core.layout import folder_id_of
 from tarantula.core.state import COMPLETE, Run
 from tarantula.frontiers.redis import LUA_TIME, Batch, RedisFrontier, Scripts, send, url_id
 
@@ -107,58 +106,7 @@ logger = logging.getLogger(__name__)
 #: Seconds a worker stays live after its last heartbeat; the crawler beats every few seconds.
 WORKER_TTL = 30.0
 
-#: The file under ``<repository>/.tarantula/`` naming the repository folder in a shared crawl.
-FOLDER_ID_NAME = "folder-id"
-
 _TIME = LUA_TIME
-
-
-def folder_id_of(root: Path) -> str:
-    """The id of the repository folder ``root`` in a shared crawl, kept in
-    ``<root>/.tarantula/folder-id``: a random one, made by the first process to ask.
-
-    Two processes racing to make it end with the same id: each writes its own candidate to a file
-    of its own, and the first to link it under the shared name wins (a link, like an ``O_EXCL``
-    create, fails when the name exists, and what it names is complete); the others read it.
-
-    >>> import tempfile
-    >>> with tempfile.TemporaryDirectory() as root:
-    ...     first = folder_id_of(Path(root))
-    ...     first == folder_id_of(Path(root)), len(first)
-    (True, 16)
-    """
-    path = root / STATE_FOLDER / FOLDER_ID_NAME
-    if path.exists():
-        return _read_folder_id(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    candidate = secrets.token_hex(8)
-    temporary = path.with_name(f".{FOLDER_ID_NAME}.{os.getpid()}.{candidate}")
-    with open(temporary, "w", encoding="ascii") as out:
-        out.write(candidate + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    try:
-        os.link(temporary, path)
-    except FileExistsError:
-        return _read_folder_id(path)
-    finally:
-        temporary.unlink()
-    return candidate
-
-
-def read_folder_id(root: Path) -> str | None:
-    """The folder id of repository folder ``root``, None when it has none (no worker of a shared
-    crawl wrote there); unlike :func:`folder_id_of` it never makes one. A ``ValueError`` says the
-    file is empty."""
-    path = root / STATE_FOLDER / FOLDER_ID_NAME
-    return _read_folder_id(path) if path.is_file() else None
-
-
-def _read_folder_id(path: Path) -> str:
-    folder_id = path.read_text(encoding="ascii").strip()
-    if not folder_id:
-        raise ValueError(f"{path} is empty: remove it, and a new folder id is made")
-    return folder_id
 
 
 def _decode(raw: bytes | str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tarantula.core import mirror
+from tarantula.core.layout import OWN_NAMES
 from tarantula.core.mirror import (
     UNKNOWN_TYPE_EXTENSION,
     UnsafePath,
@@ -21,7 +22,6 @@ from tarantula.core.mirror import (
     sweep_temporary,
     write_atomic,
 )
-from tarantula.core.repository import OWN_NAMES
 from tarantula.core.urls import UrlRejected, normalize_url
 
 
@@ -106,7 +106,6 @@ def test_mirror_relpath(url, type_ext, expected):
 
 
 def test_no_host_folder_takes_a_name_of_the_repository_itself():
-    assert mirror.REPOSITORY_NAMES == OWN_NAMES  # kept in step with the repository's layout
     for name in OWN_NAMES:
         for url in (f"http://{name}/", f"http://{name}/{name}", f"https://{name.upper()}/a"):
             folder = mirror_relpath(url, "html").parts[0]

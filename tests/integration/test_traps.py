@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tarantula.core.index import parse_index
-from tarantula.core.repository import OWN_NAMES
+from tarantula.core.layout import OWN_NAMES
 from tarantula.demo.server import Resource, SiteServer
 
 from .. import traps

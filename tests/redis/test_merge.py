@@ -17,7 +17,7 @@ from tarantula.commands.verify import verify
 from tarantula.core.config import CrawlConfig, load_config
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import parse_index
-from tarantula.core.repository import OWN_NAMES
+from tarantula.core.layout import OWN_NAMES
 from tarantula.demo.server import RequestRecord, Resource
 from tarantula.frontiers.redis_state import (
     RedisDocumentStore,
