@@ -7,6 +7,7 @@ key                       meaning
 ``tarantula_url``         the normalized URL the request is for (set by whoever built it)
 ``tarantula_origin``      the URL as first discovered: the index's originalurl
 ``tarantula_path``        dfs: the link positions that lead to the URL from a seed
+``tarantula_referrer``    the normalized URL of the page that linked to it (none for a seed)
 ``tarantula_render``      the page is to be rendered in a browser (render-list, SPEC 10)
 ``tarantula_sitemap``     a sitemap request: its nesting level (1 from robots.txt), SPEC 12
 ``tarantula_host``        the politeness host the frontier handed the request out for; the
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 URL = "tarantula_url"
 ORIGIN = "tarantula_origin"
 PATH = "tarantula_path"
+REFERRER = "tarantula_referrer"
 RENDER = "tarantula_render"
 HOST = "tarantula_host"
 SITEMAP = "tarantula_sitemap"
@@ -48,9 +50,13 @@ Callback = Callable[..., Any]
 
 
 def new_request(context: CrawlContext, url: str, original: str, depth: int,
-                path: tuple[int, ...], callback: Callback, errback: Callback) -> Request:  # fmt: skip
-    """A request for a seed or for a link found in a page (``url`` normalized)."""
+                path: tuple[int, ...], callback: Callback, errback: Callback,
+                referrer: str | None = None) -> Request:  # fmt: skip
+    """A request for a seed or for a link found in a page (``url`` normalized; ``referrer``, the
+    page's)."""
     meta: dict[str, Any] = {URL: url, ORIGIN: original, "depth": depth}
+    if referrer is not None:
+        meta[REFERRER] = referrer
     if verbatim(url):
         # Scrapy's own key: the URL, normalized already, is not run through safe_url_string again
         # (3 % of a crawl's CPU, and nothing would change). A redirect's target is normalized

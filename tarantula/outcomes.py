@@ -1,17 +1,65 @@
 """What did not become a document, and how the crawl counts it: one stat per rule,
-``tarantula/filtered/<rule>``, and a line at log-level 2 naming the rule and the URL."""
+``tarantula/filtered/<rule>``, and a line at log-level 2 naming the rule and the URL; a request
+that brought no document fails with a *kind* (SPEC 7.3), counted as ``tarantula/failures/<kind>``.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import DownloadCancelledError
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger("tarantula.filtered")
+
+
+#: Failure kinds of a request that got no answer at all: the network, not the server, failed it.
+NETWORK_KINDS = frozenset({"dns", "refused", "timeout", "connection-lost", "data-loss"})
+
+_KINDS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], str], ...] = (
+    (CannotResolveHostError, "dns"),
+    (DownloadConnectionRefusedError, "refused"),
+    ((DownloadTimeoutError, TimeoutError), "timeout"),
+    (ResponseDataLossError, "data-loss"),
+    ((DownloadFailedError, ConnectionError), "connection-lost"),
+)
+
+
+def failure_kind(exc: BaseException) -> str:
+    """The kind of failure of a download that raised ``exc``: a short name for the network
+    faults (``dns``, ``refused``, ``timeout``, ``connection-lost``, ``data-loss``), the exception's
+    class name for anything else.
+
+    >>> failure_kind(CannotResolveHostError("no such host")), failure_kind(TimeoutError())
+    ('dns', 'timeout')
+    >>> failure_kind(ValueError("?"))
+    'ValueError'
+    """
+    for types, kind in _KINDS:
+        if isinstance(exc, types):
+            return kind
+    return type(exc).__name__
+
+
+class RobotsUnavailable(IgnoreRequest):
+    """A request refused because its host's robots.txt could not be had (RFC 9309: an unreachable
+    or 5xx robots.txt disallows the host): a failure of kind ``robots.txt-<kind>``, where ``kind``
+    is how robots.txt failed (``dns``, ``refused``, ``http-503``, ...)."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"robots.txt could not be had ({kind}): the host is disallowed")
+        self.kind = f"robots.txt-{kind}"
 
 
 def cut_at_max_size(exc: BaseException | None) -> bool:

@@ -133,7 +133,9 @@ class FrontierScheduler(BaseScheduler):
         depth = request_meta.get("depth", 0)
         if request.dont_filter:
             self.frontier.requeue(url, original, depth, key, extra_json)
-        elif not self.frontier.push(url, original, depth, key, extra_json):
+        elif not self.frontier.push(
+            url, original, depth, key, extra_json, request_meta.get(meta.REFERRER)
+        ):
             self._inc("tarantula/scheduler/duplicate")
             return False
         if not self._own(request):

@@ -59,6 +59,8 @@ DOWNLOADER_MIDDLEWARES = {
     "tarantula.downloadermiddlewares.politeness.PolitenessMiddleware": 650,
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "tarantula.downloadermiddlewares.redirect.RedirectMiddleware": 600,
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "tarantula.downloadermiddlewares.redirect.MetaRefreshMiddleware": 580,
     # Sees the final, decompressed response (after redirects and HttpCompressionMiddleware).
     "tarantula.downloadermiddlewares.render.RenderMiddleware": 580,
     # Top of the chain: the request as sent, every answer as received (see its docstring).

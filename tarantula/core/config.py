@@ -103,7 +103,7 @@ class CrawlConfig:
     max_depth: int = 20
     max_url_length: int = 2048
     max_document_size: int = 10485760
-    max_outlinks: int = 5000
+    max_outlinks: int = 0  # no cap: every link of a page is listed and followed (SPEC 6)
     max_path_repetitions: int = 2
     max_retry_after: float = 600.0
     log_file: Path | None = None

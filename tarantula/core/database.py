@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS urls (
     hash INTEGER PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, original TEXT NOT NULL,
     depth INTEGER NOT NULL, key BLOB NOT NULL, generation INTEGER NOT NULL, state INTEGER NOT NULL,
-    outcome TEXT, extra TEXT);
+    outcome TEXT, extra TEXT, referrer INTEGER, done REAL);
 CREATE INDEX IF NOT EXISTS queued ON urls (host, key) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS leased ON urls (state) WHERE state = 1;
 CREATE TABLE IF NOT EXISTS documents (
@@ -38,6 +38,11 @@ CREATE TABLE IF NOT EXISTS duplicates (
     url TEXT PRIMARY KEY, original TEXT NOT NULL, generation INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
+
+#: Columns added since the first release, as (table, column, type): a state made by an earlier
+#: version gets them when it is opened. ``urls.referrer`` is the hash of the page that first
+#: linked to the URL, ``urls.done`` when its outcome was recorded (Unix time).
+ADDED_COLUMNS = (("urls", "referrer", "INTEGER"), ("urls", "done", "REAL"))
 
 Hook = Callable[[], None]
 
@@ -55,6 +60,10 @@ class StateDB:
         self.sql.execute("PRAGMA synchronous = NORMAL")
         self.sql.execute("PRAGMA cache_size = -16000")  # at most 16 MB of page cache
         self.sql.executescript(SCHEMA)
+        for table, column, kind in ADDED_COLUMNS:
+            columns = {row[1] for row in self.sql.execute(f"PRAGMA table_info({table})")}
+            if column not in columns:
+                self.sql.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         self.sql.execute("BEGIN")
         self._dirty = False
         self._before: list[Hook] = []

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import struct
+import time
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -144,8 +145,10 @@ class Frontier(Protocol):
         decides."""
 
     def push(self, url: str, original: str, depth: int, key: bytes | None = None,
-             extra: str | None = None) -> bool:  # fmt: skip
-        """Queue ``url`` (bfs keys are made here; dfs passes the path key); False when seen."""
+             extra: str | None = None, referrer: str | None = None) -> bool:  # fmt: skip
+        """Queue ``url`` (bfs keys are made here; dfs passes the path key); False when seen.
+        ``referrer`` is the page that linked to it (None for a seed), kept where the frontier
+        keeps the URL's outcome, so that a failure can name it."""
 
     def requeue(self, url: str, original: str, depth: int, key: bytes | None = None,
                 extra: str | None = None) -> None:  # fmt: skip
@@ -245,7 +248,7 @@ class SqliteFrontier:
         return h in self._handed if self.dfs else h in self._seen
 
     def push(self, url: str, original: str, depth: int, key: bytes | None = None,
-             extra: str | None = None) -> bool:  # fmt: skip
+             extra: str | None = None, referrer: str | None = None) -> bool:  # fmt: skip
         """Queue ``url`` (bfs keys are made here; dfs passes the path key). False when seen."""
         h = url_hash(url)
         if key is None:
@@ -266,13 +269,14 @@ class SqliteFrontier:
                 self._queued(host, key)
             return cursor.rowcount > 0
         self.db.execute(
-            "INSERT INTO urls (hash, url, host, original, depth, key, generation, state, extra)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)"
+            "INSERT INTO urls (hash, url, host, original, depth, key, generation, state, extra,"
+            " referrer) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
             " ON CONFLICT (hash) DO UPDATE SET original = excluded.original, depth = excluded.depth,"
             " key = excluded.key, generation = excluded.generation, state = 0, outcome = NULL,"
-            " extra = excluded.extra",
-            (h, url, host, original, depth, key, self.generation, extra),
-        )
+            " extra = excluded.extra, referrer = excluded.referrer, done = NULL",
+            (h, url, host, original, depth, key, self.generation, extra,
+             None if referrer is None else url_hash(referrer)),
+        )  # fmt: skip
         self._seen.add(h)
         self._queued(host, key)
         self.db.changed()
@@ -396,7 +400,8 @@ class SqliteFrontier:
 
     def ack(self, url: str, outcome: str) -> None:
         self.db.execute(
-            "UPDATE urls SET state = 2, outcome = ? WHERE hash = ?", (outcome, url_hash(url))
+            "UPDATE urls SET state = 2, outcome = ?, done = ? WHERE hash = ?",
+            (outcome, time.time(), url_hash(url)),
         )
         self.db.changed()
 

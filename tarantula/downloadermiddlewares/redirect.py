@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from scrapy.downloadermiddlewares.redirect import MetaRefreshMiddleware as ScrapyMetaRefresh
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware as ScrapyRedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
 
@@ -37,13 +38,31 @@ logger = logging.getLogger(__name__)
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
+class MetaRefreshMiddleware(ScrapyMetaRefresh):
+    """Scrapy's, built without its look-up of the Referer spider middleware.
+
+    Scrapy's redirect middlewares look for ``RefererMiddleware`` when the engine starts and warn
+    on every crawl when it is off. Tarantula turns it off on purpose (``settings.py``: a request is
+    built again from its URL when its turn comes, so a Referer header would never be sent); built
+    here without that look-up, a redirect drops the Referer header, and nothing is logged.
+    """
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> MetaRefreshMiddleware:
+        middleware = cls(crawler.settings)
+        middleware.crawler = crawler
+        return middleware
+
+
 class RedirectMiddleware(ScrapyRedirectMiddleware):
     context: CrawlContext
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectMiddleware:
+        # Built as MetaRefreshMiddleware is, without the look-up of the Referer middleware.
         context = context_of(crawler)
-        middleware = super().from_crawler(crawler)
+        middleware = cls(crawler.settings)
+        middleware.crawler = crawler
         middleware.context = context
         return middleware
 

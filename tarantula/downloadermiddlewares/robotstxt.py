@@ -4,7 +4,10 @@ here:
 - 2xx: the file is obeyed (Protego, user-agent token from ``ROBOTSTXT_USER_AGENT``), its first
   500 KiB;
 - 4xx (and a redirect chain that ends without a file): no restrictions;
-- 5xx after retries, or no answer at all: the whole host is disallowed for this crawl (logged once).
+- 5xx after retries, or no answer at all: the whole host is disallowed for this crawl (logged once),
+  and each request to it fails with :class:`~tarantula.outcomes.RobotsUnavailable`, of kind
+  ``robots.txt-<how robots.txt failed>`` (a seed on a host that cannot be reached is a failure,
+  never silently nothing: SPEC 7.3).
 
 Rules are kept per scheme, host and port (RFC 9309 2.3): ``http://h/`` and ``https://h/`` are one
 site for the scope (SPEC 4), but each has its own robots.txt, fetched and obeyed for its own URLs.
@@ -38,6 +41,8 @@ from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
+
+from tarantula.outcomes import RobotsUnavailable, failure_kind
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -114,6 +119,8 @@ class RobotsTxtMiddleware:
         maxsize = settings.getint("DOWNLOAD_MAXSIZE")
         self.maxsize = max(maxsize, ROBOTS_MAX_BYTES) if maxsize else 0
         self.parsers: dict[str, RobotParser | Deferred[RobotParser]] = {}
+        #: Sites whose robots.txt could not be had, and how it failed (``dns``, ``http-503``...).
+        self.unavailable: dict[str, str] = {}
         self._answers: dict[str, bool] = {}  # see allows()
 
     @classmethod
@@ -123,8 +130,11 @@ class RobotsTxtMiddleware:
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if request.meta.get("dont_obey_robotstxt") or not request.url.startswith("http"):
             return
-        rp = await self.robot_parser(site_key(request.url))
+        key = site_key(request.url)
+        rp = await self.robot_parser(key)
         if not rp.allowed(request.url, self.user_agent):
+            if key in self.unavailable:  # a failure of the request, not a rule of the site
+                raise RobotsUnavailable(self.unavailable[key])
             logger.debug("Forbidden by robots.txt: %s", request.url)
             self.stats.inc_value("robotstxt/forbidden")
             raise IgnoreRequest("Forbidden by robots.txt")
@@ -139,7 +149,7 @@ class RobotsTxtMiddleware:
                 # A defect, raised and counted as an error; the requests waiting for this host's
                 # rules must not hang on it, so they are answered on the safe side first.
                 if isinstance(self.parsers[key], Deferred):
-                    self._disallow_host(key, "could not be read")
+                    self._disallow_host(key, "could not be read", "error")
                 raise
         parser = self.parsers[key]
         if isinstance(parser, Deferred):
@@ -162,12 +172,13 @@ class RobotsTxtMiddleware:
         try:
             response = await self.crawler.engine.download_async(request)
         except DOWNLOAD_FAILURES as exc:  # no answer: "unreachable" (RFC 9309 2.3.1.4)
-            self._disallow_host(key, f"could not be fetched ({exc.__class__.__name__}: {exc})")
+            why = f"could not be fetched ({exc.__class__.__name__}: {exc})"
+            self._disallow_host(key, why, failure_kind(exc))
             return
         self.stats.inc_value("robotstxt/response_count")
         self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         if response.status >= 500:
-            self._disallow_host(key, f"answered {response.status}")
+            self._disallow_host(key, f"answered {response.status}", f"http-{response.status}")
             return
         rp = self._parsed(key, robots_rules(response.status, response.body))
         await self.crawler.signals.send_catch_log_async(
@@ -187,9 +198,10 @@ class RobotsTxtMiddleware:
             pending.callback(rp)
         return rp
 
-    def _disallow_host(self, key: str, why: str) -> None:
+    def _disallow_host(self, key: str, why: str, kind: str) -> None:
         logger.warning("robots.txt of %s %s: the host is disallowed for this crawl", key, why)
         self.stats.inc_value("tarantula/robots/unavailable")
+        self.unavailable[key] = kind
         self._parsed(key, _DISALLOW_ALL)
 
     async def learn(self, urls: Iterable[str]) -> None:

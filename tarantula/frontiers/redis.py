@@ -1038,9 +1038,10 @@ class RedisFrontier:
         ]
 
     def push(self, url: str, original: str, depth: int, key: bytes | None = None,
-             extra: str | None = None) -> bool:  # fmt: skip
+             extra: str | None = None, referrer: str | None = None) -> bool:  # fmt: skip
         """Queue ``url`` (bfs keys are made in Redis, in global discovery order; dfs passes the
-        path key); False when seen, unless a dfs rediscovery moved it up.
+        path key); False when seen, unless a dfs rediscovery moved it up. ``referrer`` is not
+        kept: Redis keeps no outcomes of URLs (see the module's docstring).
 
         Under bfs a link's push (no ``extra``) is held and sent with this worker's next call to
         Redis, before it: True then means new to this worker, and a push Redis refuses after all

@@ -29,7 +29,7 @@ from tarantula.core.links import plan_links, resolve_links
 from tarantula.core.mirror import copy_relpath
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
-from tarantula.outcomes import count_filtered, cut_at_max_size
+from tarantula.outcomes import RobotsUnavailable, count_filtered, cut_at_max_size, failure_kind
 from tarantula.reading import document_item, read_content, read_response
 
 if TYPE_CHECKING:
@@ -80,17 +80,20 @@ class TarantulaSpider(Spider):
         if cut_at_max_size(failure.value):  # an IgnoreRequest when found while decompressing
             self._too_large(url)
             return
-        if failure.check(IgnoreRequest) and not failure.check(HttpError):
+        if isinstance(failure.value, RobotsUnavailable):
+            kind = failure.value.kind
+            logger.info("Failed %s: %s", url or "?", kind)
+        elif failure.check(IgnoreRequest) and not failure.check(HttpError):
             self._ack(url, "filtered")  # counted by the rule that refused it
             return
-        if isinstance(failure.value, HttpError):
+        elif isinstance(failure.value, HttpError):
             status = failure.value.response.status
             kind = f"http-{status}"
             logger.info("HTTP %s for %s", status, failure.value.response.url)
             if status in (404, 410) and url is not None:
                 self._remove(url, f"HTTP {status}")
         else:
-            kind = failure.type.__name__ if failure.type else "unknown"
+            kind = failure_kind(failure.value)
             logger.warning("Failed %s: %s: %s", url or "?", kind, failure.getErrorMessage())
         self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
         self._ack(url, kind)
@@ -198,7 +201,7 @@ class TarantulaSpider(Spider):
         for rule, url in (*found.drops, *plan.drops):
             count_filtered(self.crawler.stats, rule, url)
         listed += plan.listed
-        path = response.meta.get(meta.PATH, ())
+        path, page = response.meta.get(meta.PATH, ()), response.meta.get(meta.URL)
         for link in plan.fetch:
             yield meta.new_request(context, link.url, link.absolute, depth, (*path, link.position),
-                                   self.parse, self.failed)  # fmt: skip
+                                   self.parse, self.failed, page)  # fmt: skip

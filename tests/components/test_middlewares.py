@@ -34,8 +34,8 @@ from tarantula.downloadermiddlewares.render import RenderMiddleware
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.downloadermiddlewares.scope import ScopeMiddleware
 from tarantula.meta import HOST, RENDER, URL
-
-from .conftest import PROJECT_SETTINGS, Crawl
+from tarantula.outcomes import RobotsUnavailable
+from tests.helpers.components import PROJECT_SETTINGS, Crawl
 
 HTML = re.compile(r"\.html$")
 TMP = re.compile(r"\.tmp$")
@@ -491,13 +491,18 @@ RULES = b"User-agent: *\nDisallow: /private/\n\nUser-agent: tarantula\nDisallow:
         (robots_answer(404, b"<h1>Not found</h1>", HtmlResponse), {"/": True, "/t/x": True}, None),
         (robots_answer(403), {"/": True, "/t/x": True}, None),
         (robots_answer(302), {"/": True, "/t/x": True}, None),
-        # 5xx after retries, or no answer: the host is disallowed for the crawl.
-        (robots_answer(503), {"/": False, "/t/x": False}, 1),
-        (robots_answer(500, RULES), {"/": False}, 1),
-        (robots_failure(DownloadTimeoutError("timed out")), {"/": False}, 1),
-        (robots_failure(DownloadConnectionRefusedError("refused")), {"/": False}, 1),
-        (robots_failure(ConnectionResetError()), {"/": False}, 1),
-        (robots_failure(IgnoreRequest("host dropped")), {"/": False}, 1),
+        # 5xx after retries, or no answer: the host is disallowed for the crawl, and each request
+        # to it fails with the kind of robots.txt's failure.
+        (robots_answer(503), {"/": False, "/t/x": False}, "robots.txt-http-503"),
+        (robots_answer(500, RULES), {"/": False}, "robots.txt-http-500"),
+        (robots_failure(DownloadTimeoutError("timed out")), {"/": False}, "robots.txt-timeout"),
+        (
+            robots_failure(DownloadConnectionRefusedError("refused")),
+            {"/": False},
+            "robots.txt-refused",
+        ),
+        (robots_failure(ConnectionResetError()), {"/": False}, "robots.txt-connection-lost"),
+        (robots_failure(IgnoreRequest("host dropped")), {"/": False}, "robots.txt-IgnoreRequest"),
     ],
     ids=[
         "200",
@@ -515,11 +520,23 @@ RULES = b"User-agent: *\nDisallow: /private/\n\nUser-agent: tarantula\nDisallow:
 @deferred_f_from_coro_f
 async def test_robots_txt_answers(crawls, answer, allowed, unavailable):
     crawl, middleware, engine = robots(crawls, answer)
-    got = {path: await fetchable(middleware, "http://a.test" + path) for path in allowed}
+    kinds = set()
+    got = {}
+    for path in allowed:
+        try:
+            await middleware.process_request(Request("http://a.test" + path))
+            got[path] = True
+        except RobotsUnavailable as exc:
+            kinds.add(exc.kind)
+            got[path] = False
+        except IgnoreRequest:
+            got[path] = False
     assert got == allowed
     assert [r.url for r in engine.requests] == ["http://a.test/robots.txt"]  # fetched once
-    assert crawl.stat("tarantula/robots/unavailable") == unavailable
-    assert crawl.stat("robotstxt/forbidden") == (list(allowed.values()).count(False) or None)
+    assert crawl.stat("tarantula/robots/unavailable") == (1 if unavailable else None)
+    assert kinds == ({unavailable} if unavailable else set())
+    forbidden = list(allowed.values()).count(False) if unavailable is None else 0
+    assert crawl.stat("robotstxt/forbidden") == (forbidden or None)
 
 
 @deferred_f_from_coro_f
