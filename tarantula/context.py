@@ -25,6 +25,7 @@ from tarantula.core.rules import UrlRules
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
 
     from tarantula.core.config import CrawlConfig
     from tarantula.core.documents import DocumentStore, StoredDocument
@@ -80,13 +81,18 @@ class CrawlContext:
     def documents(self) -> DocumentStore | RedisDocumentStore:
         return self.state.documents
 
-    def remove_document(self, url: str, why: str) -> StoredDocument | None:
+    def remove_document(
+        self, url: str, why: str, stats: StatsCollector | None = None
+    ) -> StoredDocument | None:
         """Forget a stored document and delete its copy (gone from the web, moved, or now a copy
-        of another); returns what it was, None when it was not stored."""
+        of another), counted in ``stats`` as ``tarantula/recrawl/removed``; returns what it was,
+        None when it was not stored."""
         doc = self.documents.remove(url)
         if doc is not None:
             (self.repository.root / doc.path).unlink(missing_ok=True)
             logger.info("Removed %s (%s) and its copy %s", url, why, doc.path)
+            if stats is not None:
+                stats.inc_value("tarantula/recrawl/removed")
         return doc
 
 

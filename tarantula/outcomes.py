@@ -17,6 +17,7 @@ from scrapy.exceptions import (
     IgnoreRequest,
     ResponseDataLossError,
 )
+from scrapy.spidermiddlewares.httperror import HttpError
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
@@ -50,6 +51,22 @@ def failure_kind(exc: BaseException) -> str:
         if isinstance(exc, types):
             return kind
     return type(exc).__name__
+
+
+#: The attribute of a log record that names a failure: (URL, kind); the summary names the first
+#: few it meets (SPEC 12).
+FAILURE = "tarantula_failure"
+
+
+def outcome_of(exc: BaseException) -> str:
+    """The failure kind of a request that brought no document: ``http-<status>`` for an HTTP
+    error, ``robots.txt-<kind>`` when its host's robots.txt could not be had, else
+    :func:`failure_kind`."""
+    if isinstance(exc, HttpError):
+        return f"http-{exc.response.status}"
+    if isinstance(exc, RobotsUnavailable):
+        return exc.kind
+    return failure_kind(exc)
 
 
 class RobotsUnavailable(IgnoreRequest):

@@ -39,6 +39,7 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from tarantula import meta
 from tarantula.context import CrawlContext, context_of
 from tarantula.core.frontier import dfs_key
+from tarantula.core.state import UNREACHABLE
 from tarantula.core.urls import UrlRejected
 
 if TYPE_CHECKING:
@@ -72,6 +73,7 @@ class FrontierScheduler(BaseScheduler):
         # an entry: they are handed out as they came, and do not survive a restart.
         self._foreign: dict[str, Request] = {}
         self._active_until = 0.0  # see has_pending_requests
+        self._retry_seeds = False  # see open
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
@@ -83,8 +85,13 @@ class FrontierScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
+        previous = self.context.state.runs.last()
         run = self.context.repository.begin_run(self.context.state)
         self.stats.set_value(f"tarantula/run/{run.kind}", 1)
+        # After a run that could reach none of its seeds, they are asked for again.
+        self._retry_seeds = (
+            previous is not None and previous.reason == UNREACHABLE and not run.joined
+        )
         self._committer = create_looping_call(self.context.state.tick)
         self._committer.start(self.commit_interval, now=False)
 
@@ -93,7 +100,21 @@ class FrontierScheduler(BaseScheduler):
             self._committer.stop()
         if self._wake is not None:
             self._wake.cancel()
+        if reason == "finished" and self._unreached():
+            reason = UNREACHABLE
+            logger.warning(
+                "No server answered and nothing was stored: the seeds could not be reached. "
+                "The crawl is not complete; run the same command again to retry it."
+            )
+            self.stats.set_value("tarantula/run/unreachable", 1)
         self.context.repository.end_run(self.context.state, reason)
+
+    def _unreached(self) -> bool:
+        """Whether the run stored nothing in the whole crawl and got no answer from any server
+        (robots.txt included), though it asked: a network fault, not the web's answer."""
+        asked = self.stats.get_value("downloader/request_count", 0)
+        answered = self.stats.get_value("downloader/response_count", 0)
+        return bool(asked) and not answered and self.context.documents.count() == 0
 
     def has_pending_requests(self) -> bool:
         # A shared frontier is active while another worker holds a lease: its links may queue
@@ -131,7 +152,7 @@ class FrontierScheduler(BaseScheduler):
         key = dfs_key(request_meta.get(meta.PATH, ())) if self.frontier.dfs else None
         original = request_meta.get(meta.ORIGIN) or request.url
         depth = request_meta.get("depth", 0)
-        if request.dont_filter:
+        if request.dont_filter or (self._retry_seeds and depth == 0):
             self.frontier.requeue(url, original, depth, key, extra_json)
         elif not self.frontier.push(
             url, original, depth, key, extra_json, request_meta.get(meta.REFERRER)

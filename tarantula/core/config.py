@@ -643,9 +643,9 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
             reader.error(
                 reader.first_seen.get("browser", reader.first_seen["render-list"]), problem
             )
-    for key, feature, extra in (("warc", "warc = yes", "warc"), ("redis", "'redis'", "redis")):
-        if reader.values.get(key) and (problem := missing_extra(feature, extra)):
-            reader.error(reader.first_seen[key], problem)
+    for name, feature, extra in (("warc", "warc = yes", "warc"), ("redis", "'redis'", "redis")):
+        if reader.values.get(name) and (problem := missing_extra(feature, extra)):
+            reader.error(reader.first_seen[name], problem)
     if reader.values.get("redis") and reader.values.get("browsable"):
         reader.error(
             reader.first_seen["browsable"],

@@ -24,6 +24,11 @@ from tarantula.core.frontier import SqliteFrontier
 #: leaves work to resume.
 COMPLETE = frozenset({"finished", "max-page-number"})
 
+#: The end of a run that had nothing left to do but stored nothing and had no answer from any
+#: server: its seeds could not be reached (the network was down). The crawl is not complete, and
+#: the next run asks for its seeds again (SPEC 8).
+UNREACHABLE = "unreachable"
+
 #: The latest run, with the start of the crawl it belongs to (its generation's first run): a
 #: resumed crawl's period still counts from when the crawl began (SPEC 8).
 LAST_RUN = (

@@ -33,20 +33,42 @@ def _breakdown(stats: Mapping[str, Any], prefix: str) -> tuple[int, str]:
     return total, f"  ({detail})" if detail else ""
 
 
-def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str) -> str:
-    """A few lines saying what the crawl did; ``errors`` are Tarantula's own errors, one line each."""
+def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str,
+                 first_failures: Sequence[tuple[str, str]] = ()) -> str:  # fmt: skip
+    """A few lines saying what the crawl did; ``errors`` are Tarantula's own errors, one line each,
+    ``first_failures`` the first few (URL, kind) that brought no document, named under their
+    count.
+
+    >>> print(summary_text({"tarantula/failures/dns": 2, "tarantula/run/unreachable": 1,
+    ...     "finish_reason": "finished"}, [], "i.txt", [("http://a/", "dns"), ("http://b/", "dns")]))
+    Crawl ended, its seeds unreachable (not complete: run it again to retry them) in 0.0 s
+      documents stored     0  (index: i.txt)
+      responses fetched    0
+      duplicates           0
+      failures             2  (dns: 2)
+          dns              http://a/
+          dns              http://b/
+      links filtered       0
+      errors               0
+    """
     failures, failure_detail = _breakdown(stats, "tarantula/failures/")
     filtered, filtered_detail = _breakdown(stats, "tarantula/filtered/")
     kind = next((k for k in RUN_KINDS if stats.get(f"tarantula/run/{k}")), "crawl")
     robots = int(stats.get("tarantula/robots/responses", 0))
     responses = int(stats.get("response_received_count", 0)) - robots
+    ended = f"finished ({stats.get('finish_reason', 'unknown')})"
+    if stats.get("tarantula/run/unreachable"):
+        ended = "ended, its seeds unreachable (not complete: run it again to retry them)"
+    named = [f"      {kind:<16} {url}" for url, kind in first_failures]
+    if first_failures and failures > len(first_failures):
+        named.append(f"      ... {failures - len(first_failures)} more in report.html")
     lines = [
-        f"{RUN_KINDS[kind]} finished ({stats.get('finish_reason', 'unknown')}) in "
-        f"{float(stats.get('elapsed_time_seconds', 0)):.1f} s",
+        f"{RUN_KINDS[kind]} {ended} in {float(stats.get('elapsed_time_seconds', 0)):.1f} s",
         f"  documents stored {stats.get('tarantula/documents/stored', 0):>5}  (index: {index})",
         f"  responses fetched {responses:>4}" + (f"  (+ {robots} robots.txt)" if robots else ""),
         f"  duplicates {stats.get('tarantula/documents/duplicate', 0):>11}",
         f"  failures {failures:>13}{failure_detail}",
+        *named,
         f"  links filtered {filtered:>7}{filtered_detail}",
         f"  errors {len(errors):>15}",
     ]

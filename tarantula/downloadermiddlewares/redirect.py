@@ -93,7 +93,7 @@ class RedirectMiddleware(ScrapyRedirectMiddleware):
     def _forget_stored(self, request: Request, target: str) -> None:
         url = request.meta.get(URL)
         if url is not None and self.context.frontier.generation > 1:
-            self.context.remove_document(url, f"now redirects to {target}")
+            self.context.remove_document(url, f"now redirects to {target}", self.crawler.stats)
 
     def _refuse(self, rule: str, target: str) -> None:
         count_filtered(self.crawler.stats, rule, target, "Not fetched")

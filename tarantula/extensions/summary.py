@@ -2,7 +2,9 @@
 
 Every ERROR log record of the crawl is a fault of the crawler itself (network faults are logged as
 warnings), so each one is remembered by its first line, named in the summary, and makes
-``scrapy crawl`` exit with status 1.
+``scrapy crawl`` exit with status 1. The first few failures logged (records that carry
+:data:`~tarantula.outcomes.FAILURE`: a URL and its kind) are named in the summary too, at
+log-level 1 and above (SPEC 12); the report lists them all.
 
 The summary is logged (and kept in :attr:`text` for the crawl command to print); the raw stats are
 logged at level 2.
@@ -27,6 +29,7 @@ from scrapy.exceptions import NotConfigured
 from tarantula.context import context_of
 from tarantula.core.repository import Repository
 from tarantula.core.summary import summary_text
+from tarantula.outcomes import FAILURE
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -42,12 +45,22 @@ def write_stats(path: Path, stats: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
+#: How many failures the summary names.
+FIRST_FAILURES = 5
+
+
 class _ErrorCollector(logging.Handler):
     def __init__(self) -> None:
-        super().__init__(logging.ERROR)
+        super().__init__(logging.DEBUG)
         self.errors: list[str] = []
+        self.failures: list[tuple[str, str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
+        failure = getattr(record, FAILURE, None)
+        if failure is not None and len(self.failures) < FIRST_FAILURES:
+            self.failures.append(failure)
+        if record.levelno < logging.ERROR:
+            return
         where = f"{record.name}: {record.getMessage().partition(chr(10))[0][:120]}"
         exc = record.exc_info[1] if record.exc_info else None
         self.errors.append(
@@ -88,7 +101,8 @@ class CrawlSummary:
         except NotConfigured:
             repository = None
         index = str(repository.index) if repository is not None else "-"
-        self.text = summary_text(stats, self.errors, index)
+        named = self.collector.failures if self.crawler.settings["LOG_LEVEL"] != "WARNING" else []
+        self.text = summary_text(stats, self.errors, index, named)
         if repository is not None and repository.state_path.parent.is_dir():
             write_stats(repository.stats_path, stats)
         logger.info("%s", self.text)

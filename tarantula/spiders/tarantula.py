@@ -29,7 +29,13 @@ from tarantula.core.links import plan_links, resolve_links
 from tarantula.core.mirror import copy_relpath
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
-from tarantula.outcomes import RobotsUnavailable, count_filtered, cut_at_max_size, failure_kind
+from tarantula.outcomes import (
+    FAILURE,
+    RobotsUnavailable,
+    count_filtered,
+    cut_at_max_size,
+    outcome_of,
+)
 from tarantula.reading import document_item, read_content, read_response
 
 if TYPE_CHECKING:
@@ -80,21 +86,19 @@ class TarantulaSpider(Spider):
         if cut_at_max_size(failure.value):  # an IgnoreRequest when found while decompressing
             self._too_large(url)
             return
-        if isinstance(failure.value, RobotsUnavailable):
-            kind = failure.value.kind
-            logger.info("Failed %s: %s", url or "?", kind)
-        elif failure.check(IgnoreRequest) and not failure.check(HttpError):
+        if failure.check(IgnoreRequest) and not failure.check(HttpError, RobotsUnavailable):
             self._ack(url, "filtered")  # counted by the rule that refused it
             return
-        elif isinstance(failure.value, HttpError):
-            status = failure.value.response.status
-            kind = f"http-{status}"
-            logger.info("HTTP %s for %s", status, failure.value.response.url)
-            if status in (404, 410) and url is not None:
-                self._remove(url, f"HTTP {status}")
+        kind = outcome_of(failure.value) if failure.value is not None else "unknown"
+        named = {FAILURE: (url or "?", kind)}  # the summary names the first few (SPEC 12)
+        if isinstance(failure.value, HttpError):
+            logger.info("HTTP %s for %s", kind[5:], failure.value.response.url, extra=named)
+            if kind in ("http-404", "http-410") and url is not None:
+                self._remove(url, f"HTTP {kind[5:]}")
         else:
-            kind = failure_kind(failure.value)
-            logger.warning("Failed %s: %s: %s", url or "?", kind, failure.getErrorMessage())
+            network = not isinstance(failure.value, RobotsUnavailable)  # logged once already
+            logger.log(logging.WARNING if network else logging.INFO, "Failed %s: %s: %s",
+                       url or "?", kind, failure.getErrorMessage(), extra=named)  # fmt: skip
         self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
         self._ack(url, kind)
 
@@ -115,8 +119,7 @@ class TarantulaSpider(Spider):
 
     def _remove(self, url: str, why: str) -> None:
         """A stored document is gone from the web, or is now a copy of another."""
-        if self.context.remove_document(url, why) is not None:
-            self.crawler.stats.inc_value("tarantula/recrawl/removed")
+        self.context.remove_document(url, why, self.crawler.stats)
 
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         """Extract a page's links and yield its document when accepted.
