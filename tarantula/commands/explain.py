@@ -4,13 +4,16 @@ Like HTTrack's ``--why`` or Heritrix's decide-rule logs, for tuning scope and fi
 it prints the normalized form, whether it would be fetched, stored (and indexed) and listed as a
 link, and the rule behind each answer. It needs no network unless ``--robots`` is given, which
 fetches the hosts' robots.txt (honouring the config's ``resolve`` mapping) and applies it as the
-crawl would. Depth and duplicate content depend on the crawl itself and are not judged.
+crawl would. Depth and duplicate content depend on the crawl itself and are not judged by the
+rules; the last line says what the crawl in the configured repository met for the URL: stored as,
+duplicate of, failed with (and when), and which page linked to it.
 """
 
 from __future__ import annotations
 
 import http.client
 import ssl
+import time
 from typing import TYPE_CHECKING
 
 from protego import Protego
@@ -19,7 +22,9 @@ from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report
 from tarantula.core.config import CrawlConfig
+from tarantula.core.facts import met
 from tarantula.core.links import explain
+from tarantula.core.repository import Repository
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.urls import UrlRejected, join_url, normalize_url
@@ -81,6 +86,49 @@ def _get(config: CrawlConfig, url: str) -> tuple[int | None, bytes, str | None]:
         connection.close()
 
 
+def what_the_crawl_met(config: CrawlConfig, url: str) -> str:
+    """One line: what the crawl in ``config``'s repository did with ``url`` (SPEC 12).
+
+    >>> from pathlib import Path
+    >>> what_the_crawl_met(CrawlConfig(path=Path("/nowhere/c.conf"), starting_points=("http://h/",)), "http://h/")
+    'has not run yet (no crawl state)'
+    """
+    found = met(Repository(config.repository).state_path, url)
+    if found is None:
+        return "has not run yet (no crawl state)"
+    if found.state == "never met":
+        return "never met it"
+    if found.state != "done":
+        return f"has it {found.state}, not handled yet"
+    when = f" at {stamp(found.when)}" if found.when else ""
+    if found.stored_as is not None:
+        said = f"stored it as {found.stored_as}{when}"
+    elif found.duplicate_of is not None:
+        said = f"found it a duplicate of {found.duplicate_of}{when}"
+    else:
+        said = f"{_OUTCOMES.get(found.outcome or '', 'failed with')} {found.outcome}{when}"
+    source = "a seed" if found.referrer is None else f"linked from {found.referrer}"
+    return f"{said} ({source}, depth {found.depth})"
+
+
+#: How explain words an outcome that is not a stored document or a duplicate.
+_OUTCOMES = {
+    "filtered": "did not fetch it:",
+    "not-accepted": "parsed it, did not store it:",
+    "redirected": "was redirected:",
+    "max-document-size": "did not store it:",
+    "host-dropped": "did not fetch it:",
+    "over-limit": "did not fetch it:",
+    "unsafe-path": "did not store it:",
+    "unchanged": "kept its copy:",
+}
+
+
+def stamp(epoch: float) -> str:
+    """A time as the report writes it, in UTC."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+
+
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
@@ -120,3 +168,5 @@ class Command(ScrapyCommand):
             print(f"  listed      {e.listed}")
             for reason in e.reasons:
                 print(f"  because     {reason}")
+            if e.normalized is not None:
+                print(f"  the crawl   {what_the_crawl_met(config, e.normalized)}")

@@ -72,10 +72,11 @@ CLASSES = (
 
 def outcome_class(state: int, outcome: str | None) -> str:
     """Which of :data:`CLASSES` a URL of the frontier is in. Failures are what the summary counts
-    as failures: an HTTP error (``http-404``), a network fault (its exception's name) or ``error``.
+    as failures: an HTTP error (``http-404``), a network fault (``dns``, ``timeout`` ...), a host
+    whose robots.txt could not be had (``robots.txt-dns`` ...) or ``error``.
 
     >>> [outcome_class(s, o) for s, o in ((0, None), (1, None), (2, "stored"), (2, "unchanged"),
-    ...                                   (2, "http-404"), (2, "duplicate"), (2, "TimeoutError"))]
+    ...                                   (2, "http-404"), (2, "duplicate"), (2, "timeout"))]
     ['queued', 'queued', 'stored', 'stored', 'failed', 'other', 'failed']
     """
     if state in (QUEUED, LEASED):
@@ -326,6 +327,13 @@ class StateFigures:
     duplicates: int = 0
     top_duplicates: tuple[tuple[str, int], ...] = ()  # (original, copies)
     seeds: tuple[SeedRow, ...] = ()
+    #: The URLs that brought no document, first failed first: (URL, kind, the page that linked to
+    #: it or None for a seed), at most :data:`FAILED_LISTED` of them.
+    failed: tuple[tuple[str, str, str | None], ...] = ()
+
+
+#: How many failed URLs the report lists (the count by kind covers them all).
+FAILED_LISTED = 1000
 
 
 def _frontier_outcome(state: int, outcome: str | None) -> str:
@@ -393,10 +401,21 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         seeds = tuple(
             _seed_row(db, seed, config) for seed in (config.starting_points if config else ())
         )
+        not_failed = sorted(KEPT | SET_ASIDE)
+        failed = tuple(
+            db.execute(
+                "SELECT u.url, u.outcome, r.url FROM urls AS u LEFT JOIN urls AS r"
+                " ON r.hash = u.referrer WHERE u.generation = ? AND u.state = 2"
+                f" AND u.outcome NOT IN ({', '.join('?' * len(not_failed))})"
+                " ORDER BY u.done LIMIT ?",
+                (generation, *not_failed, FAILED_LISTED),
+            )
+        )
     finally:
         db.close()
     return StateFigures(runs, generation, sum(types.values()), dict(types), dict(pages),
-                        dict(hosts), dict(outcomes), dict(depths), duplicates, top, seeds)  # fmt: skip
+                        dict(hosts), dict(outcomes), dict(depths), duplicates, top, seeds,
+                        failed)  # fmt: skip
 
 
 def _seed_row(db: sqlite3.Connection, seed: str, config: CrawlConfig | None) -> SeedRow:
@@ -1065,6 +1084,26 @@ def _duplicates(report: Report) -> str:
     )
 
 
+def _failed(report: Report) -> str:
+    failed = report.state.failed
+    total = sum(report.failures.values())
+    rows = ((url, kind, referrer or "(a seed)") for url, kind, referrer in failed)
+    more = (
+        f'<p class="note">The first {number(len(failed))} of {number(total)} are listed.</p>'
+        if total > len(failed)
+        else ""
+    )
+    return (
+        '<section id="failed"><h2>Failed URLs</h2>'
+        + (
+            table(("URL", "failure", "linked from"), rows) + more
+            if failed
+            else "<p>Every URL brought its document or was set aside by a rule.</p>"
+        )
+        + "</section>"
+    )
+
+
 def _seeds(report: Report) -> str:
     pages = report.state.pages
     rows = (
@@ -1166,6 +1205,7 @@ def render_html(report: Report) -> str:
             "its latest outcome (state, whole crawl).",
         ),
         "</div>",
+        _failed(report),
         _duplicates(report),
         _seeds(report),
         _frontier(report),
