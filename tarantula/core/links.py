@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from tarantula.core.rules import RULE_HELP, UrlRules, Verdict
 from tarantula.core.scope import origin
-from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url
+from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url, query_in_encoding
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +54,11 @@ class LinkPlan:
 
 
 def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[str, str]],
-                  rules: UrlRules, max_outlinks: int = 0) -> Found:  # fmt: skip
+                  rules: UrlRules, max_outlinks: int = 0, encoding: str | None = None) -> Found:  # fmt: skip
     """Resolve ``hrefs`` (``(href, anchor)`` in document order) against the page's base (its
     ``<base href>``, else its URL) and keep those the URL rules let through; the rest are drops, a
-    page's links past ``max_outlinks`` too.
+    page's links past ``max_outlinks`` too. A query is written in the page's ``encoding``, as
+    browsers send it (:func:`~tarantula.core.urls.query_in_encoding`).
 
     Pages repeat their navigation links, and a link's join and verdict depend only on the base's
     folder (the whole base for an empty link, one that starts with ``?`` or ``#``, or with
@@ -79,6 +80,8 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
     folder = resolver.folder if resolver.fast else base
     links, drops = found.links, found.drops
     for position, (href, anchor) in enumerate(hrefs):
+        if not href.isascii():
+            href = query_in_encoding(href, encoding)
         first = href[:1]
         key = (base if not first or first in "?#" or first <= " " else folder, href)
         judged = memo.get(key)

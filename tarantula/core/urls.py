@@ -24,11 +24,12 @@ tarantula.core.urls.UnsupportedScheme: unsupported scheme 'mailto' in 'mailto:so
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import ipaddress
 import re
 from functools import lru_cache
-from urllib.parse import unquote_to_bytes, urljoin
+from urllib.parse import quote, unquote_to_bytes, urljoin
 
 import idna
 
@@ -103,6 +104,35 @@ def join_url(base: str, href: str) -> str:
 
 
 _QUERY_OR_FRAGMENT = re.compile("[?#]")
+
+
+def query_in_encoding(href: str, encoding: str | None) -> str:
+    """``href`` with the non-ASCII characters of its query written as the bytes of ``encoding``,
+    percent-encoded: a link found in a page of a legacy encoding is followed as browsers follow it
+    (WHATWG URL: a query is encoded in the document's encoding, a character it cannot hold as an
+    HTML character reference; the path is always UTF-8, which normalization writes).
+
+    >>> query_in_encoding("/αβ?q=αβ#γ", "windows-1253")
+    '/αβ?q=%E1%E2#γ'
+    >>> query_in_encoding("?q=€✓", "iso-8859-7"), query_in_encoding("?q=α", "utf-8")
+    ('?q=%A4%26%2310003%3B', '?q=α')
+    """
+    if href.isascii() or encoding is None or codecs.lookup(encoding).name in _UTF:
+        return href
+    start = href.find("?")
+    if start < 0:
+        return href
+    end = href.find("#", start)
+    end = len(href) if end < 0 else end
+    query = _NON_ASCII.sub(
+        lambda m: quote(m[0], safe="", encoding=encoding, errors="xmlcharrefreplace"),
+        href[start:end],
+    )
+    return href[:start] + query + href[end:]
+
+
+_UTF = frozenset({"utf-8", "utf-16", "utf-16-le", "utf-16-be", "utf-8-sig"})
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def _special(base: str, href: str) -> bool:

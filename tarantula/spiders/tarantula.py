@@ -153,7 +153,9 @@ class TarantulaSpider(Spider):
         read_content(reading, response.body)
         links: list[tuple[str, str]] = []
         if reading.hrefs is not None:
-            async for request in self._follow(response, reading.base, reading.hrefs, links):
+            async for request in self._follow(
+                response, reading.base, reading.hrefs, reading.encoding, links
+            ):
                 yield request
         if not reading.accepted:
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
@@ -179,22 +181,22 @@ class TarantulaSpider(Spider):
         record = next(parse_index(doc.record))
         if record.type == "html":
             body = (self.context.repository.root / doc.path).read_bytes()
-            page = parse_html(body.decode(codec_for_label(record.encoding) or "utf-8", "replace"))
-            async for request in self._follow(response, page.base, page.links, []):
+            encoding = codec_for_label(record.encoding)
+            page = parse_html(body.decode(encoding or "utf-8", "replace"))
+            async for request in self._follow(response, page.base, page.links, encoding, []):
                 yield request
         yield Document(url=url, original_url=record.original_url, url_md5=record.url_md5, title=None,
                        encoding=None, type=record.type, last_modified=doc.last_modified, server_date=None,
                        unchanged=True)  # fmt: skip
 
     async def _follow(self, response: Response, base_href: str | None, hrefs: list[tuple[str, str]],
-                      listed: list[tuple[str, str]]) -> AsyncIterator[Request]:  # fmt: skip
+                      encoding: str | None, listed: list[tuple[str, str]]) -> AsyncIterator[Request]:  # fmt: skip
         """Plan a page's links (:mod:`tarantula.core.links`): fill ``listed`` with its link lines
         and yield a request for each new link worth fetching."""
         context = self.context
         self.crawler.stats.inc_value("tarantula/pages/parsed")
-        found = resolve_links(
-            response.url, base_href, hrefs, context.rules, context.config.max_outlinks
-        )
+        found = resolve_links(response.url, base_href, hrefs, context.rules,
+                              context.config.max_outlinks, encoding)  # fmt: skip
         robots = self.crawler.get_downloader_middleware(RobotsTxtMiddleware)
         if robots is not None:
             await robots.learn(link.url for link in found.links)
