@@ -598,6 +598,7 @@ EXTRAS = {
     "redis": ("redis", "hiredis"),
     "warc": ("warcio",),
     "playwright": ("playwright", "scrapy_playwright"),
+    "scrapyd": ("scrapyd",),
 }
 
 

@@ -22,6 +22,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 RUN_KINDS = {"crawl": "Crawl", "resume": "Resumed crawl", "recrawl": "Recrawl"}
+#: Scrapy's close reasons of a run stopped before its end: Ctrl-C or a signal ("shutdown"), the
+#: time limit (``closespider_timeout``). The same command resumes the crawl.
+STOPPED = frozenset({"shutdown", "closespider_timeout"})
 
 
 def _breakdown(stats: Mapping[str, Any], prefix: str) -> tuple[int, str]:
@@ -39,6 +42,8 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str,
     ``first_failures`` the first few (URL, kind) that brought no document, named under their
     count.
 
+    >>> print(summary_text({"finish_reason": "shutdown"}, [], "i.txt").partition(chr(10))[0])
+    Crawl stopped (shutdown): run the same command again to resume it, in 0.0 s
     >>> print(summary_text({"tarantula/failures/dns": 2, "tarantula/run/unreachable": 1,
     ...     "finish_reason": "finished"}, [], "i.txt", [("http://a/", "dns"), ("http://b/", "dns")]))
     Crawl ended, its seeds unreachable (not complete: run it again to retry them) in 0.0 s
@@ -56,7 +61,10 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str,
     kind = next((k for k in RUN_KINDS if stats.get(f"tarantula/run/{k}")), "crawl")
     robots = int(stats.get("tarantula/robots/responses", 0))
     responses = int(stats.get("response_received_count", 0)) - robots
-    ended = f"finished ({stats.get('finish_reason', 'unknown')})"
+    reason = stats.get("finish_reason", "unknown")
+    ended = f"finished ({reason})"
+    if reason in STOPPED:
+        ended = f"stopped ({reason}): run the same command again to resume it,"
     if stats.get("tarantula/run/unreachable"):
         ended = "ended, its seeds unreachable (not complete: run it again to retry them)"
     named = [f"      {kind:<16} {url}" for url, kind in first_failures]

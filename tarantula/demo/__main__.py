@@ -62,19 +62,36 @@ def remove_repository(config: CrawlConfig) -> str | None:
     return None
 
 
+def serving(port: int) -> SiteServer | None:
+    """The demo site served on ``port``, started; None (and why, on stderr) when the port is taken."""
+    server = SiteServer(root=DEMO_SITE, port=port)
+    try:
+        server.start()
+    except OSError as exc:
+        print(f"error: cannot serve the demo site on 127.0.0.1:{port}: {exc.strerror} (is another "
+              "demo, or `python -m tarantula.demo serve`, running?)", file=sys.stderr)  # fmt: skip
+        return None
+    return server
+
+
 def run(conf: Path, *, fresh: bool = False) -> int:
     config = load_config(conf)
-    if fresh:
-        refused = remove_repository(config)
-        if refused:
-            print(f"{conf}: error: {refused}", file=sys.stderr)
-            return 2
+    port = site_port(config)
     # The crawl command itself says that the crawl is complete and when the recrawl is due; this
     # only decides whether the site needs serving and whether to point at a fresh crawl.
-    complete = Repository(config.repository).next_recrawl(config.period) is not None
-    port = site_port(config)
-    with contextlib.nullcontext() if complete else SiteServer(root=DEMO_SITE, port=port):
-        if not complete:
+    complete = not fresh and Repository(config.repository).next_recrawl(config.period) is not None
+    server = None if complete else serving(port)  # first: nothing is deleted for a crawl that
+    if not complete and server is None:  # could not run
+        return 2
+    with contextlib.ExitStack() as stack:
+        if server is not None:
+            stack.callback(server.stop)
+        if fresh:
+            refused = remove_repository(config)
+            if refused:
+                print(f"{conf}: error: {refused}", file=sys.stderr)
+                return 2
+        if server is not None:
             print(f"Serving the demo site on 127.0.0.1:{port}; crawling with {conf}", flush=True)
         command = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
         status = subprocess.run(command, cwd=PROJECT).returncode
@@ -103,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "serve":
         port = site_port(load_config(args.conf))
-        with SiteServer(root=DEMO_SITE, port=port):
+        server = serving(port)
+        if server is None:
+            return 2
+        with contextlib.ExitStack() as stack:
+            stack.callback(server.stop)
             print(f"Serving {DEMO_SITE} on 127.0.0.1:{port} (Ctrl-C stops)", flush=True)
             try:
                 while True:

@@ -11,15 +11,18 @@ standard output, as the summary is: with a log file, and at log-level 0, too.
 
 **The status line**, when standard output is a terminal (and ``TERM`` is not ``dumb``)::
 
-    documents 1,234/5,000 | 12.3 pages/s | frontier 8,901 | hosts 3 | failures 2 | 0:12:34
+    documents 1,234/5,000 eta 0:05:12 | 12.3 pages/s | frontier 8,901 | hosts 3 | failures 2 | 0:12:34
 
-documents in the repository / ``max-page-number``, responses per second over the last ten
-seconds, URLs queued, hosts contacted in the last ten seconds (or within two of their delays),
-failures of this run, and the run's time. Its figures are taken once a second. It is drawn with
-rich's live display, which owns the terminal while the line is shown: the log handler on the
-terminal writes through rich's console, which prints each log line above the status line and
-draws the line again below it (``print`` and other writes to standard output and error are
-redirected the same way), so a log line never lands inside the status line. The line is cut to
+documents in the repository / ``max-page-number`` with the time left at the pace of the last ten
+seconds (when the limit bounds the crawl), responses per second over the last ten seconds, URLs
+queued, hosts contacted in the last ten seconds (or within two of their delays), failures of this
+run, and the run's time. A recrawl begins with ``checked 120/400``: the stored documents asked
+for again so far (unchanged, changed or removed), of those it set out to check. Its figures are
+taken once a second. It is drawn with rich's live display, which owns the terminal while the line
+is shown: the log handler on the terminal writes through rich's console, which prints each log
+line above the status line and draws the line again below it (``print`` and other writes to
+standard output and error are redirected the same way), so a log line never lands inside the
+status line. The line is cut to
 the terminal's width, so it never wraps, and removed when the run ends, before the summary. When
 standard output is not a terminal (cron, scrapyd, CI, a pipe) nothing is drawn: no status line,
 no escape codes.
@@ -76,6 +79,8 @@ class Progress:
     hosts: int  # active
     failures: int  # this run's
     elapsed: float  # seconds of this run
+    eta: float | None = None  # seconds until max-page-number at the recent pace; None: unknown
+    checked: tuple[int, int] | None = None  # a recrawl: documents checked again, of how many
 
 
 def status_text(p: Progress) -> str:
@@ -85,18 +90,33 @@ def status_text(p: Progress) -> str:
     'documents 1,234/5,000 | 12.3 pages/s | frontier 8,901 | hosts 3 | failures 2 | 0:12:34'
     >>> status_text(Progress(7, 0, 0.0, 0, 0, 0, 3723))
     'documents 7 | 0.0 pages/s | frontier 0 | hosts 0 | failures 0 | 1:02:03'
+    >>> status_text(Progress(100, 400, 5.0, 9, 1, 0, 20, eta=60.4, checked=(30, 90)))
+    'checked 30/90 | documents 100/400 eta 0:01:00 | 5.0 pages/s | frontier 9 | hosts 1 | failures 0 | 0:00:20'
     """
     documents = f"{p.documents:,}/{p.limit:,}" if p.limit > 0 else f"{p.documents:,}"
-    minutes, seconds = divmod(int(p.elapsed), 60)
-    hours, minutes = divmod(minutes, 60)
+    if p.eta is not None:
+        documents += f" eta {hms(p.eta)}"
+    checked = f"checked {p.checked[0]:,}/{p.checked[1]:,} | " if p.checked else ""
     return (
-        f"documents {documents} | {p.rate:.1f} pages/s | frontier {p.frontier:,} | "
-        f"hosts {p.hosts:,} | failures {p.failures:,} | {hours}:{minutes:02d}:{seconds:02d}"
+        f"{checked}documents {documents} | {p.rate:.1f} pages/s | frontier {p.frontier:,} | "
+        f"hosts {p.hosts:,} | failures {p.failures:,} | {hms(p.elapsed)}"
     )
 
 
+def hms(seconds: float) -> str:
+    """``h:mm:ss``.
+
+    >>> hms(3723.9)
+    '1:02:03'
+    """
+    minutes, rest = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{rest:02d}"
+
+
 def start_line(config: CrawlConfig, kind: str, documents: int, queued: int) -> str:
-    """The line that says what this run crawls, and how.
+    """The line that says what this run crawls, and how (``kind``: ``crawl``, ``resume``,
+    ``recrawl``, or ``join`` for a worker that joins a shared crawl others are running).
 
     >>> from pathlib import Path
     >>> from tarantula.core.config import CrawlConfig
@@ -109,6 +129,8 @@ def start_line(config: CrawlConfig, kind: str, documents: int, queued: int) -> s
     'Resuming the crawl of http://a.test/ (host-scope, bfs; 40 documents stored, 1,234 URLs queued) into /r'
     >>> start_line(one, "recrawl", 40, 40)
     'Recrawl of http://a.test/ (host-scope, bfs; 40 documents to check again) into /r'
+    >>> start_line(one, "join", 40, 1234)
+    'Joining the running crawl of http://a.test/ (host-scope, bfs; 40 documents stored, 1,234 URLs queued) into /r'
     """
     seeds = config.starting_points
     more = len(seeds) - 1
@@ -116,11 +138,9 @@ def start_line(config: CrawlConfig, kind: str, documents: int, queued: int) -> s
     how = f"{config.scope}, {config.traversal_algorithm}"
     if config.max_page_number > 0:
         how += f", at most {config.max_page_number:,} documents"
-    if kind == "resume":
-        head, state = (
-            "Resuming the crawl of",
-            f"; {documents:,} documents stored, {queued:,} URLs queued",
-        )
+    if kind in ("resume", "join"):
+        head = "Resuming the crawl of" if kind == "resume" else "Joining the running crawl of"
+        state = f"; {documents:,} documents stored, {queued:,} URLs queued"
     elif kind == "recrawl":
         head, state = "Recrawl of", f"; {documents:,} documents to check again"
     else:
@@ -250,6 +270,8 @@ class CrawlStatus:
         self._loop: Any = None
         self._started = clock()
         self._rate = Rate()
+        self._stored = Rate()  # documents stored a second: the pace of the eta
+        self._to_check = 0  # a recrawl: the documents it set out to check again
         self._documents = Throttled(context.documents.count)
         self._frontier = Throttled(context.frontier.pending)
         self._held: tuple[logging.Logger, int] | None = None
@@ -289,8 +311,9 @@ class CrawlStatus:
         self._release()
         self._started = self.clock()
         run = self.context.state.runs.current
-        kind = run.kind if run is not None else "crawl"
+        kind = "crawl" if run is None else "join" if run.joined else run.kind
         documents, queued = self.context.documents.count(), self.context.frontier.pending()
+        self._to_check = documents if kind == "recrawl" else 0
         line = start_line(self.context.config, kind, documents, queued)
         handler = _screen_handler()
         # At log-level 1 the terminal keeps warnings only while the line is drawn.
@@ -342,14 +365,22 @@ class CrawlStatus:
         failures = sum(
             int(v) for k, v in stats.items() if k.startswith("tarantula/failures/") and v
         )
+        documents = self._documents(now)
+        limit = max(self.context.config.max_page_number, 0)
+        stored = self._stored.add(now, int(stats.get("tarantula/documents/stored", 0)))
+        checked = sum(
+            int(stats.get(f"tarantula/recrawl/{k}", 0)) for k in ("unchanged", "changed", "removed")
+        )
         return Progress(
-            documents=self._documents(now),
-            limit=max(self.context.config.max_page_number, 0),
+            documents=documents,
+            limit=limit,
             rate=self._rate.add(now, fetched),
             frontier=self._frontier(now),
             hosts=active,
             failures=failures,
             elapsed=now - self._started,
+            eta=(limit - documents) / stored if limit > documents and stored > 0 else None,
+            checked=(min(checked, self._to_check), self._to_check) if self._to_check else None,
         )
 
     def update(self) -> None:
