@@ -99,7 +99,7 @@ import os
 import socket
 import struct
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import chain
@@ -256,10 +256,15 @@ local function unlease(h8, t, now)
   place(t.host, before, now)
 end
 
+-- Expired leases go back (or, at their last attempt, to the dead letters). Returns how many, and
+-- the workers that held them, one entry a lease.
 local function reap(now, limit)
   local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', fmt(now), 'LIMIT', 0, limit)
+  local owners = {}
   for _, h8 in ipairs(expired) do
     local r = redis.call('HGET', K.u, h8)
+    local owner = redis.call('HGET', K.owner, h8)
+    if owner then owners[#owners + 1] = owner end
     if not r then
       redis.call('ZREM', K.leases, h8)
       redis.call('HDEL', K.owner, h8)
@@ -279,7 +284,7 @@ local function reap(now, limit)
       end
     end
   end
-  return #expired
+  return #expired, owners
 end
 """
 )
@@ -342,11 +347,11 @@ return pushed
 
 # ARGV: prefix, worker, ahead ('1': a lease taken ahead, which does not take the last slot that is
 # free now, the only due host's last, from a worker with a thread free now). Returns {record,
-# server time, status, host, charged by this lease}.
+# server time, status, host, charged by this lease, the workers whose expired leases it reaped}.
 _LEASE = r"""
 local now = now_time()
 local ahead = ARGV[3] == '1'
-reap(now, 16)
+local _, gone = reap(now, 16)
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIMIT', 0, 64)) do
   redis.call('ZREM', K.wait, host)
   local h = head(host)
@@ -354,23 +359,23 @@ for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIM
 end
 for _ = 1, 16 do
   local m = redis.call('ZRANGE', K.heads, 0, 0)[1]
-  if not m then return {false, fmt(now), 'idle'} end
+  if not m then return {false, fmt(now), 'idle', false, 0, gone} end
   local n = member_len(m)
   local qm, host = string.sub(m, 1, n), string.sub(m, n + 1)
   if redis.call('SISMEMBER', K.dropped, host) == 1 then
     redis.call('ZREM', K.heads, m)
-    return {false, fmt(now), 'dropped', host}
+    return {false, fmt(now), 'dropped', host, 0, gone}
   end
   if ahead and redis.call('ZCARD', K.heads) < 2
       and tonumber(redis.call('HGET', K.inflight, host) or '0') + 1 >= CONC then
-    return {false, fmt(now), 'idle'}
+    return {false, fmt(now), 'idle', false, 0, gone}
   end
   local h8 = string.sub(qm, -8)
   local r = redis.call('HGET', K.u, h8)
   local t = r and decode(r)
   if t and t.charged == 0 and BUDGET > 0
       and tonumber(redis.call('HGET', K.n, 'charged') or '0') >= BUDGET then
-    return {false, fmt(now), 'budget'}
+    return {false, fmt(now), 'budget', false, 0, gone}
   end
   -- A head without its record or out of its queue (never in a consistent state) is set right.
   if redis.call('ZREM', qkey(host), qm) == 0 or not t then
@@ -395,10 +400,10 @@ for _ = 1, 16 do
     local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
     redis.call('HSET', K.next, host, fmt(nxt))
     place(host, false, now)
-    return {r, fmt(now), 'leased', host, charged}
+    return {r, fmt(now), 'leased', host, charged, gone}
   end
 end
-return {false, fmt(now), 'idle'}
+return {false, fmt(now), 'idle', false, 0, gone}
 """
 
 # ARGV: prefix, URL hash, outcome. Returns 1 when the URL was queued or leased.
@@ -900,6 +905,7 @@ class RedisFrontier:
         host it met is dropped now (Redis took it out of the hosts to lease from: its queued URLs
         must not wait for a call that may never come). An idle or spent-budget answer is stale
         by the next call, which asks again."""
+        self._name_reaped(reply)
         if reply[0] is not None:
             self._ahead.append((time.monotonic(), reply))
         elif reply[2] == b"dropped":
@@ -915,7 +921,18 @@ class RedisFrontier:
             # Too old to trust its deadline: back to its queue (if still this worker's).
             url = Record.decode(reply[0], self.dfs).entry.url
             self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
-        return self._timed("lease", self.worker, "0")
+        reply, server = self._timed("lease", self.worker, "0")
+        self._name_reaped(reply)
+        return reply, server
+
+    def _name_reaped(self, reply: list[Any]) -> None:
+        """Name the workers whose expired leases a lease of this worker took back (SPEC 12): a
+        worker that stopped answering (killed, or paused past ``lease-timeout``)."""
+        for owner, count in Counter(reply[5] if len(reply) > 5 and reply[5] else ()).items():
+            logger.warning(
+                "Worker %s stopped answering: its lease on %d URL%s ran out, queued again",
+                owner.decode(), count, "" if count == 1 else "s",
+            )  # fmt: skip
 
     def flush(self) -> None:
         """Send the pushes not sent yet now."""

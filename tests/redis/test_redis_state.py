@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tarantula.core.documents import StoredDocument
+from tarantula.core.layout import folder_id_of, read_folder_id
 from tarantula.frontiers import redis_state
 from tarantula.frontiers.redis import url_id
 from tarantula.frontiers.redis_state import (
@@ -26,9 +27,7 @@ from tarantula.frontiers.redis_state import (
     RedisRunLog,
     RedisState,
     Workers,
-    folder_id_of,
     last_run,
-    read_folder_id,
 )
 
 PREFIX = "tarantula:{t}:"
