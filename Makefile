@@ -23,13 +23,25 @@ demo: $(VENV)/.installed
 demo-again: $(VENV)/.installed
 	$(BIN)/python -m tarantula.demo run --fresh --conf $(DEMO_CONF)
 
+# Tests run in parallel: most of their time is spent waiting on servers and crawl processes, so
+# more workers than cores pay. Tests of one group share a worker (xdist_group: a costly module
+# fixture such as the documentation-site crawl runs once).
+PYTEST_WORKERS ?= 4
+PYTEST = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+
 ## test: lint, type-check, then every test (unit, component, end-to-end, scrapy check)
 test: $(VENV)/.installed lint
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
-## test-fast: the pure and component tiers only (no crawl, no server): well under a minute
+## test-fast: the pure and component tiers only (no crawl process, no Redis, no browser)
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q tests/core tests/components tarantula
+	$(PYTEST) -m "not (e2e or redis or chromium or root)"
+
+.PHONY: test-e2e test-redis test-chromium test-root
+
+## test-e2e, test-redis, test-chromium, test-root: one tier alone (README, "Testing")
+test-e2e test-redis test-chromium test-root: test-%: $(VENV)/.installed
+	$(PYTEST) -m $*
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check tarantula tests
