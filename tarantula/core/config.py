@@ -605,13 +605,21 @@ EXTRAS = {
 def missing_extra(feature: str, extra: str) -> str | None:
     """Why ``feature`` cannot be used here, when a package of its optional ``extra`` is missing
     (tests/integration/test_extras.py runs crawls with the extras' packages hidden)."""
-    missing = [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+    missing = [name for name in EXTRAS[extra] if not _installed(name)]
     if not missing:
         return None
     return (
         f"{feature} needs the {extra} extra, which is not installed (no {', '.join(missing)}): "
         f"pip install 'tarantula[{extra}]'"
     )
+
+
+def _installed(package: str) -> bool:
+    """Whether ``package`` can be imported here (found, not imported: start-up stays light)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ImportError:  # a finder that knows it is missing says so by raising
+        return False
 
 
 def renderer_problem(browser: str) -> str | None:
