@@ -21,8 +21,7 @@ import pytest
 from protego import Protego
 
 from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer, server_context
-
-from .docsite import self_signed
+from tests.helpers.docsite import self_signed
 
 WWW, DOCS, ELSEWHERE = "www.demo.test", "docs.demo.test", "elsewhere.test"
 HOSTS = (WWW, DOCS, ELSEWHERE)

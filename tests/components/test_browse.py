@@ -17,8 +17,14 @@ from tarantula.core.config import CrawlConfig
 from tarantula.pipelines.browse import BrowsePipeline
 from tarantula.pipelines.index import IndexPipeline
 from tarantula.pipelines.mirror import MirrorPipeline
-from tests.components.conftest import PROJECT_SETTINGS, Crawl, Crawls, crawl_config
-from tests.components.test_pipelines import OtherSpider, document
+from tests.helpers.components import (
+    PROJECT_SETTINGS,
+    Crawl,
+    Crawls,
+    OtherSpider,
+    crawl_config,
+    document,
+)
 
 
 @dataclass

@@ -4,52 +4,31 @@ the ``urls`` table, for new, recrawled, over-limit and unsafe documents."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from scrapy import Spider
 from scrapy.exceptions import DropItem, NotConfigured
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from tarantula.core.config import CrawlConfig
 from tarantula.core.index import parse_index
-from tarantula.core.urls import url_md5
 from tarantula.items import Document
 from tarantula.pipelines.index import IndexPipeline
 from tarantula.pipelines.mirror import MirrorPipeline
-from tests.components.conftest import PROJECT_SETTINGS, Crawl, Crawls, crawl_config
+from tests.helpers.components import (
+    PROJECT_SETTINGS,
+    SERVED,
+    Crawl,
+    Crawls,
+    OtherSpider,
+    crawl_config,
+    document,
+    md5_of,
+)
 
 DONE = 2
-SERVED = "Mon, 05 Jan 2026 10:00:00 GMT"
-
-
-class OtherSpider(Spider):
-    name = "other"
-
-
-def md5_of(body: bytes) -> str:
-    return hashlib.md5(body, usedforsecurity=False).hexdigest()
-
-
-def document(url: str, body: bytes, *, doc_type: str = "html", **fields: Any) -> Document:
-    """The item the spider yields for a response of ``url`` (normalized) with ``body``."""
-    fields.setdefault("md5", md5_of(body))
-    return Document(
-        url=url,
-        original_url=url,
-        url_md5=url_md5(url),
-        title="A page",
-        encoding="utf-8",
-        type=doc_type,
-        last_modified=None,
-        server_date=SERVED,
-        body=body,
-        **fields,
-    )
 
 
 @dataclass

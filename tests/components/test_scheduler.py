@@ -27,7 +27,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record, parse_index
 from tarantula.core.urls import url_md5
 from tarantula.scheduler import FrontierScheduler
-from tests.components.conftest import PROJECT_SETTINGS, Crawl, Crawls, crawl_config
+from tests.helpers.components import PROJECT_SETTINGS, Crawl, Crawls, crawl_config
 
 QUEUED, LEASED, DONE = 0, 1, 2
 SERVED = "Mon, 05 Jan 2026 10:00:00 GMT"

@@ -6,7 +6,7 @@ from scrapy.statscollectors import MemoryStatsCollector, StatsCollector
 from scrapy.utils.test import get_crawler
 
 from tarantula.stats import StatsCollector as CrawlStats
-from tests.components.conftest import PROJECT_SETTINGS
+from tests.helpers.components import PROJECT_SETTINGS
 
 
 def test_the_project_counts_with_the_plain_collector() -> None:

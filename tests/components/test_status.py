@@ -15,7 +15,7 @@ import pytest
 from tarantula.core.documents import StoredDocument
 from tarantula.extensions import status
 from tarantula.extensions.status import CrawlStatus, draws_on
-from tests.components.conftest import Crawl, Crawls
+from tests.helpers.components import Crawl, Crawls
 
 STATUS = re.compile(
     r"documents [\d,]+(/[\d,]+)? \| \d+\.\d pages/s \| frontier [\d,]+ \| hosts [\d,]+ \| "

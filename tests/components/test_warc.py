@@ -36,8 +36,7 @@ from tarantula.core.warc import (
     warc_name,
 )
 from tarantula.downloadermiddlewares.warc import WarcMiddleware
-
-from .conftest import PROJECT_SETTINGS
+from tests.helpers.components import PROJECT_SETTINGS
 
 WHEN = datetime(2026, 12, 3, 15, 30, 0, 250000, tzinfo=UTC)
 URL = "http://a.test:8080/p.html"

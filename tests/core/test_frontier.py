@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.state import CrawlState
+from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
 
 def walk(traversal: str, graph: dict[str, list[str]], seeds: list[str]) -> list[str]:
@@ -26,35 +27,6 @@ def walk(traversal: str, graph: dict[str, list[str]], seeds: list[str]) -> list[
         state.frontier.ack(entry.url, "stored")
     state.close()
     return order
-
-
-def recursive_dfs(graph: dict[str, list[str]], seeds: list[str]) -> list[str]:
-    seen: list[str] = []
-
-    def visit(page: str) -> None:
-        if page in seen:
-            return
-        seen.append(page)
-        for link in graph.get(page, []):
-            visit(link)
-
-    for s in seeds:
-        visit(s)
-    return seen
-
-
-def bfs(graph: dict[str, list[str]], seeds: list[str]) -> list[str]:
-    order, queue = [], list(dict.fromkeys(seeds))
-    while queue:
-        page = queue.pop(0)
-        order.append(page)
-        for link in graph.get(page, []):
-            if link not in order and link not in queue:
-                queue.append(link)
-    return order
-
-
-GRAPH = {"a": ["b", "c", "d"], "b": ["e", "d"], "c": ["f", "a"], "e": ["c"], "d": [], "f": ["g"]}
 
 
 def test_bfs_order():

@@ -17,9 +17,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from tarantula.demo.server import RequestRecord, Resource, SiteServer
-
-from ..conftest import Crawl, run_crawl, run_scrapy, write_conf
-from .test_recovery import start_crawl, tree_site, wait_for
+from tests.helpers.crawls import Crawl, run_crawl, run_scrapy, start_crawl, wait_for, write_conf
+from tests.helpers.treesite import tree_site
 
 pytestmark = pytest.mark.e2e
 

@@ -12,9 +12,8 @@ import textwrap
 import pytest
 
 from tarantula.demo.server import Resource
-
-from ..conftest import PROJECT, run_crawl, write_conf
-from ..conftest import run_scrapy as scrapy
+from tests.helpers.crawls import PROJECT, run_crawl, write_conf
+from tests.helpers.crawls import run_scrapy as scrapy
 
 pytestmark = pytest.mark.e2e
 
@@ -167,7 +166,7 @@ def test_an_exception_in_crawler_code_makes_exit_status_1(web, tmp_path):
     web.page("a.test", "/x.html", "x")
     pipelines = (
         '{"tarantula.pipelines.mirror.MirrorPipeline": 300, "tarantula.pipelines.index.IndexPipeline": 400,'
-        ' "tests.faulty.FaultyPipeline": 500}'
+        ' "tests.helpers.faulty.FaultyPipeline": 500}'
     )
     result = run_crawl(
         write_conf(tmp_path, [web.url("a.test", "/")]), "-s", f"ITEM_PIPELINES={pipelines}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import PROJECT, write_conf
+from tests.helpers.crawls import PROJECT, write_conf
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,7 @@ from pathlib import Path
 from tarantula.core.config import load_config
 from tarantula.core.repository import Repository
 from tarantula.demo.__main__ import DEMO_CONF, again_command, main
-
-from ..conftest import PROJECT
+from tests.helpers.crawls import PROJECT
 
 VENV = Path(sys.executable).parent.parent
 

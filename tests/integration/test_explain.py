@@ -10,8 +10,7 @@ import pytest
 
 from tarantula.contracts import DEMO_SITE
 from tarantula.demo.server import Resource, SiteServer
-
-from ..conftest import PROJECT, write_conf
+from tests.helpers.crawls import PROJECT, write_conf
 
 pytestmark = pytest.mark.e2e
 

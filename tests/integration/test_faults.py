@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from tarantula.demo.server import Resource
-
-from ..conftest import run_crawl, write_conf
+from tests.helpers.crawls import run_crawl, write_conf
 
 pytestmark = pytest.mark.e2e
 
@@ -83,7 +82,7 @@ def test_a_defect_marks_its_url_done_and_exits_1(web, tmp_path):
     reason "error" rather than left leased in a run recorded as finished."""
     web.page("a.test", "/", '<a href="/x.html">x</a>')
     web.page("a.test", "/x.html", "x")
-    pipelines = '{"tests.faulty.FaultyPipeline": 100}'
+    pipelines = '{"tests.helpers.faulty.FaultyPipeline": 100}'
     conf = write_conf(tmp_path, [web.url("a.test", "/")])
     result = run_crawl(conf, "-s", f"ITEM_PIPELINES={pipelines}")
     assert result.status == 1

@@ -8,8 +8,7 @@ import time
 import pytest
 
 from tarantula.demo.server import Resource
-
-from ..conftest import max_in_flight
+from tests.helpers.crawls import max_in_flight
 
 pytestmark = pytest.mark.e2e
 

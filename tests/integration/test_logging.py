@@ -15,9 +15,8 @@ import scrapy
 
 from tarantula.core.config import load_config
 from tarantula.core.repository import RESUME_PAUSE, Repository
-
-from ..conftest import run_crawl, write_conf
-from .test_recovery import start_watch, tree_site
+from tests.helpers.crawls import run_crawl, start_watch, write_conf
+from tests.helpers.treesite import tree_site
 
 pytestmark = pytest.mark.e2e
 

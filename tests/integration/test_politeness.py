@@ -7,8 +7,7 @@ import itertools
 import pytest
 
 from tarantula.demo.server import Resource
-
-from ..conftest import max_in_flight
+from tests.helpers.crawls import max_in_flight
 
 pytestmark = pytest.mark.e2e
 

@@ -1,6 +1,6 @@
 """End-to-end: a documentation site shaped like real ones, crawled by Tarantula and mirrored by wget.
 
-The site (``tests/docsite.py``) runs on the default ports of a random loopback address: http on
+The site (``tests/helpers/docsite.py``) runs on the default ports of a random loopback address: http on
 port 80 only redirects to https on port 443, which serves the site. Tarantula is seeded with
 ``http://127.X.Y.Z/`` as a user would write it (host-scope, 4 threads, no delay); wget mirrors
 the same URL with ``--mirror --no-check-certificate -e robots=on``. Both are told apart in the
@@ -33,9 +33,8 @@ import pytest
 
 from tarantula.core.index import IndexRecord, parse_index
 from tarantula.demo.server import RequestRecord
-
-from ..conftest import Crawl, run_crawl, write_conf
-from ..docsite import (
+from tests.helpers.crawls import Crawl, run_crawl, write_conf
+from tests.helpers.docsite import (
     BACKSLASH_TARGET,
     DISALLOWED,
     FRAME_ONLY,

@@ -6,8 +6,6 @@ import email.utils
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,85 +18,22 @@ from tarantula.core.index import parse_index
 from tarantula.core.repository import Repository
 from tarantula.core.state import CrawlState
 from tarantula.demo.server import Resource, SiteServer
-
-from ..conftest import PROJECT, run_crawl, write_conf
+from tests.helpers.crawls import (
+    run_crawl,
+    start_crawl,
+    start_watch,
+    wait_for,
+    write_conf,
+)
+from tests.helpers.treesite import PAGES, assert_whole, tree_site
 
 pytestmark = pytest.mark.e2e
-
-PAGES = 300
-
-
-def tree_links(i: int, pages: int = PAGES) -> list[int]:
-    """The pages that page i of :func:`tree_site` links to, in document order."""
-    return [j for j in (2 * i + 1, 2 * i + 2, i // 3) if j < pages]
-
-
-def tree_body(i: int, pages: int = PAGES) -> bytes:
-    links = "".join(f'<a href="/p{j}.html">p{j}</a>' for j in tree_links(i, pages))
-    return f"<title>Page {i}</title>{links}".encode()
-
-
-def tree_site(web: SiteServer, pages: int = PAGES, delay: float = 0.04) -> list[str]:
-    """Page i links to 2i+1, 2i+2 and to i // 3 (a link back), all answered after ``delay``."""
-    for i in range(pages):
-        web.add(
-            "a.test",
-            f"/p{i}.html",
-            Resource(tree_body(i, pages), delay=delay, headers={"Content-Type": "text/html"}),
-        )
-    return [web.url("a.test", f"/p{i}.html") for i in range(pages)]
-
-
-def assert_whole(web: SiteServer, repository: Path, pages: int = PAGES) -> list[str]:
-    """The index holds only whole records, each once, with all of its page's link lines, and every
-    mirror file is a whole copy; returns the indexed URLs."""
-    path = repository / "index.txt"
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    assert text == "" or text.endswith("\n"), "the index ends inside a line"
-    records = list(parse_index(text))
-    urls = [r.url for r in records]
-    assert len(urls) == len(set(urls)), "a record twice"
-    for record in records:
-        i = int(record.url.rsplit("/p", 1)[1].removesuffix(".html"))
-        expected = tuple((web.url("a.test", f"/p{j}.html"), f"p{j}") for j in tree_links(i, pages))
-        assert record.links == expected, record.url
-    host = repository / f"a.test:{web.port}"
-    for copy in host.glob("p*.html") if host.exists() else ():
-        assert copy.read_bytes() == tree_body(int(copy.stem[1:]), pages), copy.name
-    return urls
-
-
-def start_scrapy(*args: str) -> subprocess.Popen[str]:
-    """Start ``scrapy ARGS...`` from the project folder; its output goes to one pipe."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "scrapy", *args],
-        cwd=PROJECT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-
-
-def start_crawl(conf: Path) -> subprocess.Popen[str]:
-    return start_scrapy("crawl", "tarantula", "-a", f"conf={conf}")
-
-
-def start_watch(conf: Path) -> subprocess.Popen[str]:
-    return start_scrapy("watch", str(conf))
 
 
 def whole_records(index: Path) -> list[str]:
     """The URLs of the records a reader sees now (a last line still being written is left out)."""
     text = index.read_text(encoding="utf-8") if index.exists() else ""
     return [record.url for record in parse_index(text[: text.rfind("\n") + 1])]
-
-
-def wait_for(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_resume_after_repeated_kill_9_loses_nothing_and_fetches_no_stored_page_twice(web, tmp_path):

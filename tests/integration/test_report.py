@@ -24,9 +24,8 @@ import pytest
 
 from tarantula.core.frontier import host_of
 from tarantula.demo.server import Resource, SiteServer
-
-from ..conftest import PROJECT, Crawl, run_crawl, write_conf
-from .test_status import PAGES, slow_site
+from tests.helpers.crawls import PROJECT, Crawl, run_crawl, write_conf
+from tests.helpers.slowsite import PAGES, slow_site
 
 pytestmark = pytest.mark.e2e
 

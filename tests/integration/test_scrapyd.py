@@ -27,9 +27,8 @@ import pytest
 from tarantula.contracts import DEMO_SITE
 from tarantula.core.index import parse_index
 from tarantula.demo.server import SiteServer
-
-from ..conftest import PROJECT, run_crawl, write_conf
-from .test_recovery import tree_site, wait_for
+from tests.helpers.crawls import PROJECT, run_crawl, wait_for, write_conf
+from tests.helpers.treesite import tree_site
 
 BIN = Path(sys.executable).parent
 USERNAME = "tarantula"

@@ -8,8 +8,7 @@ import gzip
 import pytest
 
 from tarantula.demo.server import Resource, SiteServer
-
-from ..conftest import run_crawl, write_conf
+from tests.helpers.crawls import run_crawl, write_conf
 
 pytestmark = pytest.mark.e2e
 

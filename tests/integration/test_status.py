@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tarantula.demo.server import Resource, SiteServer
-
-from ..conftest import PROJECT, run_crawl, write_conf
+from tarantula.demo.server import SiteServer
+from tests.helpers.crawls import PROJECT, run_crawl, write_conf
+from tests.helpers.slowsite import PAGES, slow_site
 
 pytestmark = pytest.mark.e2e
 
@@ -35,19 +35,6 @@ STATUS = re.compile(
 #: What rich writes to move about the terminal: erase the line, hide or show the cursor, go up.
 CONTROLS = re.compile(r"(\r\n|\r\x1b\[2K|\x1b\[2K|\x1b\[\?25[hl]|\x1b\[1A|\r)")
 LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[[\w.]+\] (DEBUG|INFO|WARNING|ERROR): ")
-PAGES = 14
-
-
-def slow_site(web: SiteServer, delay: float = 0.25) -> str:
-    """A home page linking to PAGES pages, each answered after ``delay``: a crawl of a few
-    seconds with one thread."""
-    links = "".join(f'<a href="/p{i}.html">p{i}</a>' for i in range(PAGES))
-    web.page("a.test", "/", f"<title>Home</title>{links}")
-    for i in range(PAGES):
-        page = Resource(f"<title>Page {i}</title>".encode(), delay=delay,
-                        headers={"Content-Type": "text/html"})  # fmt: skip
-        web.add("a.test", f"/p{i}.html", page)
-    return web.url("a.test", "/")
 
 
 def closed_port() -> int:

@@ -1,6 +1,6 @@
 """End-to-end: the trap farm. Hostile sites and faulty hosts that a polite crawler must survive.
 
-Each test crawls one trap (see ``tests/traps.py``) and checks, from the server's own request log,
+Each test crawls one trap (see ``tests/helpers/traps.py``) and checks, from the server's own request log,
 what was fetched and what never was; what was stored and indexed; that the crawl ended by itself
 (exit status 0, finish reason ``finished``, no error) although ``time-limit`` is set as a safety
 net; and that nothing was written outside the repository.
@@ -19,10 +19,9 @@ import pytest
 from tarantula.core.index import parse_index
 from tarantula.core.layout import OWN_NAMES
 from tarantula.demo.server import Resource, SiteServer
-
-from .. import traps
-from ..conftest import Crawl, run_crawl, write_conf
-from ..traps import Fault, RawServer, Trap
+from tests.helpers import traps
+from tests.helpers.crawls import Crawl, run_crawl, write_conf
+from tests.helpers.traps import Fault, RawServer, Trap
 
 pytestmark = pytest.mark.e2e
 

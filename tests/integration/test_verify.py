@@ -13,8 +13,7 @@ import pytest
 
 from tarantula.commands.verify import Tally, check_warc, gzip_cut, verify
 from tarantula.core.config import load_config
-
-from ..conftest import run_crawl, run_scrapy, write_conf
+from tests.helpers.crawls import run_crawl, run_scrapy, write_conf
 
 pytestmark = pytest.mark.e2e
 

@@ -20,9 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tarantula.core.warc import SERVER_NOT_MODIFIED, gzip_tail, warc_files
 from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer
-
-from ..conftest import run_crawl, write_conf
-from .test_recovery import start_crawl, wait_for
+from tests.helpers.crawls import run_crawl, start_crawl, wait_for, write_conf
 
 pytestmark = pytest.mark.e2e
 

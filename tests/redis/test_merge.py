@@ -26,11 +26,10 @@ from tarantula.frontiers.redis_state import (
     folder_id_of,
 )
 from tarantula.frontiers.shared import crawl_id, key_prefix
-
-from ..conftest import run_crawl, run_scrapy, write_conf
-from ..integration.test_recovery import PAGES, assert_whole, tree_body, tree_site, wait_for
-from .conftest import RedisServer, free_port
-from .test_shared_crawl import finish, link_lines, shared_conf, start_worker
+from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
+from tests.helpers.redis_server import RedisServer, free_port
+from tests.helpers.shared import finish, link_lines, shared_conf, start_worker
+from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
 SEED = "http://h.test/"
 

@@ -27,7 +27,7 @@ from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.politeness import Politeness
 from tarantula.core.state import CrawlState
 from tarantula.frontiers.redis import Lease, RedisFrontier, order_member, url_id
-from tests.core.test_frontier import GRAPH, bfs, recursive_dfs
+from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
 PROJECT = Path(__file__).resolve().parents[2]
 

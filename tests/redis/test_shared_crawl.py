@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -20,37 +19,12 @@ from tarantula.demo.server import RequestRecord, Resource, SiteServer
 from tarantula.frontiers.redis import url_id
 from tarantula.frontiers.redis_state import Workers
 from tarantula.frontiers.shared import crawl_id, key_prefix
-
-from ..conftest import max_in_flight, run_crawl, write_conf
-from ..integration.test_recovery import (
-    PAGES,
-    assert_whole,
-    start_scrapy,
-    tree_body,
-    tree_site,
-    wait_for,
-)
-from .conftest import RedisServer, free_port
+from tests.helpers.crawls import max_in_flight, run_crawl, wait_for, write_conf
+from tests.helpers.redis_server import RedisServer, free_port
+from tests.helpers.shared import finish, link_lines, shared_conf, start_worker
+from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
 pytestmark = pytest.mark.e2e
-
-
-def start_worker(conf: Path, name: str) -> subprocess.Popen[str]:
-    """A worker of the crawl in ``conf``, logging to ``<name>.log`` next to it."""
-    log = conf.parent / f"{name}.log"
-    return start_scrapy(
-        "crawl", "tarantula", "-a", f"conf={conf}", "-a", f"worker={name}", "-s", f"LOG_FILE={log}"
-    )
-
-
-def finish(*workers: subprocess.Popen[str], timeout: float = 240) -> list[str]:
-    """Wait for every worker; each must exit 0. Returns their outputs."""
-    outputs = []
-    for worker in workers:
-        out, _ = worker.communicate(timeout=timeout)
-        assert worker.returncode == 0, out
-        outputs.append(out)
-    return outputs
 
 
 def stored_by(conf: Path, name: str) -> int:
@@ -59,14 +33,6 @@ def stored_by(conf: Path, name: str) -> int:
 
 def page_fetches(web: SiteServer) -> Counter[str]:
     return Counter(r.target for r in web.requests if r.target != "/robots.txt")
-
-
-def shared_conf(folder: Path, seed: str, redis: RedisServer, **keys: object) -> Path:
-    folder.mkdir(exist_ok=True)
-    # A slot of the host for each thread of both workers: one worker's threads cannot hold them
-    # all and starve the other (the test sites have one host).
-    keys = {"threads": 4, "host_concurrency": 8, "log_level": 1, **keys}
-    return write_conf(folder, [seed], redis=redis.url, **keys)
 
 
 def wait_for_workers(web: SiteServer, conf: Path, redis: RedisServer, target: str,
@@ -81,10 +47,6 @@ def wait_for_workers(web: SiteServer, conf: Path, redis: RedisServer, target: st
         return Resource(body, headers={"Content-Type": "text/html"})
 
     web.add("a.test", target, answer)
-
-
-def link_lines(index: Path) -> dict[str, tuple[tuple[str, str], ...]]:
-    return {r.url: r.links for r in parse_index(index.read_text(encoding="utf-8"))}
 
 
 def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_server):

@@ -1,0 +1,109 @@
+"""A Tarantula crawl as its components see it, with no engine and no network: a crawler with the
+project's settings (:data:`PROJECT_SETTINGS`), its crawl context and spider (:class:`Crawl`, made
+by :class:`Crawls` from :func:`crawl_config`), and the items the spider yields
+(:func:`document`)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scrapy import Spider
+from scrapy.crawler import Crawler
+from scrapy.utils.test import get_crawler
+
+import tarantula.settings
+from tarantula.context import CrawlContext, attach
+from tarantula.core.config import CrawlConfig
+from tarantula.core.urls import url_md5
+from tarantula.items import Document
+from tarantula.spiders.tarantula import TarantulaSpider
+
+#: The values of the project's settings module, as ``scrapy crawl`` would load them.
+PROJECT_SETTINGS = {
+    name: value for name, value in vars(tarantula.settings).items() if name.isupper()
+}
+
+
+def crawl_config(tmp_path: Path, **keys: Any) -> CrawlConfig:
+    """A configuration with politeness off (no delay) and its repository at ``tmp_path/repo``."""
+    keys.setdefault("delay", 0.0)
+    return CrawlConfig(
+        path=tmp_path / "c.conf",
+        starting_points=("http://a.test/",),
+        repository=tmp_path / "repo",
+        **keys,
+    )
+
+
+@dataclass
+class Crawl:
+    """A Tarantula crawl as its components see it."""
+
+    crawler: Crawler
+    context: CrawlContext
+    spider: TarantulaSpider
+
+    def stat(self, key: str) -> Any:
+        return self.crawler.stats.get_value(key)
+
+    def urls(self) -> dict[str, tuple[int, str | None]]:
+        """Every URL of the frontier with its state (0 queued, 1 leased, 2 done) and outcome."""
+        rows = self.context.state.db.execute("SELECT url, state, outcome FROM urls")
+        return {url: (state, outcome) for url, state, outcome in rows}
+
+
+class Crawls:
+    """Makes crawls of one repository; the SQLite connections they leave open are closed at the
+    end of the test."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.made: list[Crawl] = []
+
+    def __call__(
+        self, config: CrawlConfig | None = None, *, in_memory: bool = False, **keys: Any
+    ) -> Crawl:
+        config = config or crawl_config(self.tmp_path, **keys)
+        context = CrawlContext.build(config, in_memory=in_memory)
+        crawler = get_crawler(TarantulaSpider, PROJECT_SETTINGS)
+        attach(crawler, context)
+        spider = TarantulaSpider(context=context)
+        crawler.spider = spider
+        crawl = Crawl(crawler, context, spider)
+        self.made.append(crawl)
+        return crawl
+
+    def close(self) -> None:
+        for crawl in self.made:
+            crawl.context.state.db.sql.close()  # a no-op when the run closed it already
+
+
+SERVED = "Mon, 05 Jan 2026 10:00:00 GMT"
+
+
+class OtherSpider(Spider):
+    name = "other"
+
+
+def md5_of(body: bytes) -> str:
+    return hashlib.md5(body, usedforsecurity=False).hexdigest()
+
+
+def document(url: str, body: bytes, *, doc_type: str = "html", **fields: Any) -> Document:
+    """The item the spider yields for a response of ``url`` (normalized) with ``body``."""
+    fields.setdefault("md5", md5_of(body))
+    return Document(
+        url=url,
+        original_url=url,
+        url_md5=url_md5(url),
+        title="A page",
+        encoding="utf-8",
+        type=doc_type,
+        last_modified=None,
+        server_date=SERVED,
+        body=body,
+        **fields,
+    )

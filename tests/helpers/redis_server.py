@@ -1,0 +1,95 @@
+"""A real ``redis-server`` on 127.0.0.1 keeping its files in a folder of its own
+(:class:`RedisServer`), started on a free port (:func:`free_port`)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+REDIS_SERVER = Path("/usr/bin/redis-server")
+
+try:
+    import redis
+except ImportError:  # the `redis` extra is not installed
+    redis = None  # type: ignore[assignment]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """A ``redis-server`` process on 127.0.0.1 keeping its files in ``folder``."""
+
+    def __init__(self, folder: Path, *, appendonly: bool = False) -> None:
+        self.folder = folder
+        self.appendonly = appendonly
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        folder.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "redis.log"
+
+    def start(self, port: int | None = None) -> None:
+        """Start on ``port`` (a free one by default, tried again if another process took it) and
+        return once the server answers PING."""
+        for _ in range(5):
+            self.port = port or free_port()
+            args = [str(REDIS_SERVER), "--port", str(self.port), "--bind", "127.0.0.1",
+                    "--dir", str(self.folder), "--logfile", str(self.log), "--save", "",
+                    "--daemonize", "no"]  # fmt: skip
+            if self.appendonly:
+                args += ["--appendonly", "yes", "--appendfsync", "always"]
+            else:
+                args += ["--appendonly", "no"]
+            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+            if self._answers():
+                return
+            if port is not None:
+                break
+        raise RuntimeError(f"redis-server did not start; its log:\n{self.log.read_text()}")
+
+    def _answers(self, timeout: float = 10.0) -> bool:
+        assert self.process is not None
+        client = redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    return False  # exited: the port was taken, or a bad argument (see the log)
+                try:
+                    if client.ping():
+                        return True
+                except redis.ConnectionError:
+                    time.sleep(0.005)  # the server is still starting: poll again
+            return False
+        finally:
+            client.close()
+
+    def stop(self, *, kill: bool = False) -> None:
+        """Stop the server by its pid: SIGTERM (it shuts down cleanly) or SIGKILL (a crash)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        if kill:
+            self.process.kill()
+        else:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def client(self, **options: Any) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, **options)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"

@@ -1,0 +1,42 @@
+"""The workers of a crawl shared through Redis, as ``scrapy crawl`` processes: a config for them
+(:func:`shared_conf`), starting one (:func:`start_worker`) and waiting for all to end
+(:func:`finish`), and the link lines of the index they build (:func:`link_lines`)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tarantula.core.index import parse_index
+from tests.helpers.crawls import start_scrapy, write_conf
+from tests.helpers.redis_server import RedisServer
+
+
+def start_worker(conf: Path, name: str) -> subprocess.Popen[str]:
+    """A worker of the crawl in ``conf``, logging to ``<name>.log`` next to it."""
+    log = conf.parent / f"{name}.log"
+    return start_scrapy(
+        "crawl", "tarantula", "-a", f"conf={conf}", "-a", f"worker={name}", "-s", f"LOG_FILE={log}"
+    )
+
+
+def finish(*workers: subprocess.Popen[str], timeout: float = 240) -> list[str]:
+    """Wait for every worker; each must exit 0. Returns their outputs."""
+    outputs = []
+    for worker in workers:
+        out, _ = worker.communicate(timeout=timeout)
+        assert worker.returncode == 0, out
+        outputs.append(out)
+    return outputs
+
+
+def shared_conf(folder: Path, seed: str, redis: RedisServer, **keys: object) -> Path:
+    folder.mkdir(exist_ok=True)
+    # A slot of the host for each thread of both workers: one worker's threads cannot hold them
+    # all and starve the other (the test sites have one host).
+    keys = {"threads": 4, "host_concurrency": 8, "log_level": 1, **keys}
+    return write_conf(folder, [seed], redis=redis.url, **keys)
+
+
+def link_lines(index: Path) -> dict[str, tuple[tuple[str, str], ...]]:
+    return {r.url: r.links for r in parse_index(index.read_text(encoding="utf-8"))}
