@@ -20,6 +20,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 import pytest
 from protego import Protego
 
+from tarantula.demo import server as server_module
 from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer, server_context
 from tests.helpers.docsite import self_signed
 
@@ -212,6 +213,23 @@ def test_delay_is_honoured(server: SiteServer) -> None:
     assert time.monotonic() - started >= 0.3
     (record,) = server.requests
     assert record.end - record.time >= 0.3
+
+
+def test_a_request_is_stamped_when_it_arrived_not_when_a_late_thread_read_it():
+    # A loaded machine runs the thread that reads a request late; its time is the kernel's
+    # receive time of its first byte, so gaps between requests are measured as the host saw them.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        connection, _ = listener.accept()
+        with client, connection:
+            connection.setsockopt(socket.SOL_SOCKET, server_module._SO_TIMESTAMPNS, 1)
+            sent = time.monotonic()
+            client.sendall(b"GET / HTTP/1.1\r\n\r\n")
+            time.sleep(0.3)  # the reading thread is late: that lateness is what is tested
+            arrived = server_module._arrival(connection)
+            assert arrived is not None
+            assert sent - 0.05 <= arrived < sent + 0.1
+            assert connection.recv(3) == b"GET"  # peeked, not read
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,7 @@ import re
 import signal
 import socket
 import ssl
+import struct
 import threading
 import time
 import traceback
@@ -447,6 +448,29 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         """Clients that hang up early are normal for a crawler's test server: stay quiet."""
 
 
+#: Linux's SO_TIMESTAMPNS (Python's socket module does not name it).
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+
+
+def _arrival(connection: socket.socket) -> float | None:
+    """When the next request's first byte reached this machine, on ``time.monotonic()``'s clock:
+    the kernel's receive time of the byte (SO_TIMESTAMPNS), waited for without reading it. A
+    request's ``time`` is thus when it arrived, however late a loaded machine runs the thread that
+    reads it (tests measure the crawler's politeness from these times). None where there is no
+    such stamp (TLS, or the client went away): the handler's clock is used then."""
+    if isinstance(connection, ssl.SSLSocket):
+        return None
+    try:
+        data, ancillary, _, _ = connection.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_PEEK)
+    except OSError:
+        return None
+    for level, kind, value in ancillary:
+        if data and level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(value) >= 16:
+            seconds, nanoseconds = struct.unpack("qq", value[:16])
+            return time.monotonic() - (time.time() - (seconds + nanoseconds / 1e9))
+    return None
+
+
 class _RequestHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
@@ -458,12 +482,18 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
         try:
             if isinstance(self.connection, ssl.SSLSocket):
                 self.connection.do_handshake()
+            else:
+                self.connection.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
             super().handle()
         except OSError:  # BrokenPipe, ConnectionReset, stop() shutting the socket, a bad handshake
             self.close_connection = True
 
+    def handle_one_request(self) -> None:
+        self._arrival = _arrival(self.connection)
+        super().handle_one_request()
+
     def _answer(self) -> None:
-        start = time.monotonic()
+        start = self._arrival or time.monotonic()
         target = self.path
         if target.lower().startswith(("http://", "https://")):  # proxy request: absolute form
             split = urlsplit(target)
