@@ -580,6 +580,7 @@ def test_tls_from_certificate_files(certificate: tuple[Path, Path]) -> None:
             fetch(secure, WWW, "/about")
 
 
+@pytest.mark.root
 def test_tls_from_a_context_on_the_default_port(certificate: tuple[Path, Path]) -> None:
     try:
         secure = SiteServer(

@@ -4,7 +4,6 @@ crawl, after a recrawl that removes and adds documents, and after a kill -9 and 
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import struct
@@ -147,10 +146,7 @@ def read_in_chromium(start: Path, browse: Path) -> tuple[list[str], list[str], l
     return requested, links, images, backgrounds
 
 
-@pytest.mark.skipif(
-    shutil.which("chromium") is None and not os.environ.get("TARANTULA_REQUIRE_CHROMIUM"),
-    reason="Debian's chromium is not installed (.ci/run installs it)",
-)
+@pytest.mark.chromium
 def test_a_converted_page_reads_offline_in_chromium(web, tmp_path):
     home = offline_site(web)
     conf = browsable_conf(tmp_path, [home], scope="domain-scope")

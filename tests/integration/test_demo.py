@@ -9,10 +9,14 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from tarantula.core.config import load_config
 from tarantula.core.repository import Repository
 from tarantula.demo.__main__ import DEMO_CONF, again_command, main
 from tests.helpers.crawls import PROJECT
+
+pytestmark = pytest.mark.e2e
 
 VENV = Path(sys.executable).parent.parent
 

@@ -50,6 +50,8 @@ from tests.helpers.docsite import (
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.root,
+    pytest.mark.xdist_group("realweb"),  # one worker crawls the site once for the module's tests
     pytest.mark.skipif(
         shutil.which("wget") is None and not os.environ.get("TARANTULA_REQUIRE_WGET"),
         reason="wget is not installed (Debian package wget; .ci/run installs it)",

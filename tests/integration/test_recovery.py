@@ -109,7 +109,7 @@ def test_ctrl_c_stops_and_the_next_run_resumes(web, tmp_path, presses):
     log = log_file.read_text(encoding="utf-8")
     if presses == 1:  # a graceful stop: in-flight documents are finished, the summary printed
         assert process.returncode == 0
-        assert "Crawl finished (shutdown)" in output
+        assert "Crawl stopped (shutdown): run the same command again to resume it" in output
     else:
         assert "forcing unclean shutdown" in log
     first = assert_whole(web, tmp_path / "repo", pages=120)

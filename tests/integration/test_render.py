@@ -3,17 +3,11 @@ through scrapy-playwright, against a recording server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
 from tarantula.demo.server import Resource, SiteServer
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("chromium") is None and not os.environ.get("TARANTULA_REQUIRE_CHROMIUM"),
-    reason="Debian's chromium is not installed (.ci/run installs it)",
-)
+pytestmark = [pytest.mark.e2e, pytest.mark.chromium]
 
 # The links and the title appear only once the scripts have run: one inline, after a timer; one
 # from a script on another host (resolved by the crawl's mapping, as the crawler's own requests).

@@ -30,10 +30,6 @@ from tests.helpers.slowsite import PAGES, slow_site
 pytestmark = pytest.mark.e2e
 
 CHROMIUM = shutil.which("chromium")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None and not os.environ.get("TARANTULA_REQUIRE_CHROMIUM"),
-    reason="Debian's chromium is not installed (.ci/run installs it)",
-)
 
 
 def report_site(web: SiteServer) -> list[str]:
@@ -123,7 +119,7 @@ def open_in_chromium(path: Path) -> tuple[dict[str, Any], list[str], list[str]]:
         return pool.submit(run).result(timeout=120)
 
 
-@needs_chromium
+@pytest.mark.chromium
 def test_the_report_draws_in_chromium_and_shows_the_crawls_own_figures(web, crawl):
     seeds = report_site(web)
     result = crawl(seeds, reject_list=[".*\\.tmp$"], log_level=1)
@@ -182,7 +178,7 @@ def test_a_resumed_crawls_report_covers_the_whole_crawl(web, tmp_path):
     seed = slow_site(web, delay=0.3)
     conf = write_conf(tmp_path, [seed], log_level=1, time_limit=1)
     first = run_crawl(conf)
-    assert "finished (closespider_timeout)" in first.process.stdout
+    assert "stopped (closespider_timeout): run the same command again" in first.process.stdout
     html = (first.repository / "report.html").read_text(encoding="utf-8")
     assert "unfinished (closespider_timeout)" in html
     assert figure(html, "documents") == str(len(first.records))
@@ -220,7 +216,7 @@ def test_ctrl_c_still_writes_the_report(web, tmp_path):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
-    assert "Crawl finished (shutdown)" in output
+    assert "Crawl stopped (shutdown): run the same command again to resume it" in output
     repository = tmp_path / "repo"
     html = (repository / "report.html").read_text(encoding="utf-8")
     assert "unfinished (shutdown)" in html and "Run the same command again" in html

@@ -30,6 +30,8 @@ from tarantula.demo.server import SiteServer
 from tests.helpers.crawls import PROJECT, run_crawl, wait_for, write_conf
 from tests.helpers.treesite import tree_site
 
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("scrapyd")]  # one scrapyd, one deploy
+
 BIN = Path(sys.executable).parent
 USERNAME = "tarantula"
 PASSWORD = secrets.token_urlsafe(18)
@@ -50,9 +52,9 @@ def basic(username: str, password: str) -> str:
 
 
 class Scrapyd:
-    """scrapyd started in ``folder`` with the project's scrapyd.conf, on a free port of 127.0.0.1
-    (SCRAPYD_HTTP_PORT) and with the credentials ``credentials`` in its environment. Only the
-    queue's poll interval is changed, so jobs start at once."""
+    """scrapyd started by ``scrapy scrapyd FOLDER`` in ``folder`` with the project's scrapyd.conf,
+    on a free port of 127.0.0.1 (SCRAPYD_HTTP_PORT) and with the credentials ``credentials`` in
+    its environment. Only the queue's poll interval is changed, so jobs start at once."""
 
     def __init__(self, folder: Path, credentials: dict[str, str]) -> None:
         conf = configparser.ConfigParser(interpolation=None)
@@ -69,7 +71,8 @@ class Scrapyd:
         self.output = folder / "scrapyd.out"
         with self.output.open("wb") as output:
             self.process = subprocess.Popen(
-                [str(BIN / "scrapyd")], cwd=folder, stdout=output, stderr=subprocess.STDOUT,
+                [str(BIN / "scrapy"), "scrapyd", str(folder)], cwd=PROJECT, stdout=output,
+                stderr=subprocess.STDOUT,
                 env=environment(SCRAPYD_HTTP_PORT=str(self.port), **credentials),
             )  # fmt: skip
 
@@ -144,6 +147,10 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
         deployed = deploy(server.url, "-p", "tarantula", "-v", "1", **CREDENTIALS)
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
         assert '"spiders": 1' in deployed.stdout
+        # scrapyd's pid file is kept with its state, in neither its folder nor the project's.
+        assert (server.folder / ".scrapyd" / "twistd.pid").is_file()
+        assert not (server.folder / "twistd.pid").exists()
+        assert not (PROJECT / "twistd.pid").exists()
         yield server
     finally:
         server.stop()
@@ -166,7 +173,7 @@ def test_the_documented_setup_binds_to_localhost_and_takes_the_credentials_from_
 
 @pytest.mark.parametrize("unset", ["SCRAPYD_USERNAME", "SCRAPYD_PASSWORD"])
 def test_scrapyd_does_not_start_without_credentials(tmp_path, unset):
-    # scrapyd itself would start and serve everyone; the configuration stops it instead.
+    # scrapyd itself would start and serve everyone; `scrapy scrapyd` says so in one line.
     server = Scrapyd(tmp_path, {k: v for k, v in CREDENTIALS.items() if k != unset})
     try:
         status = server.process.wait(timeout=30)
@@ -174,8 +181,18 @@ def test_scrapyd_does_not_start_without_credentials(tmp_path, unset):
         if server.process.poll() is None:
             server.stop()
     output = server.output.read_text(encoding="utf-8")
-    assert status != 0
-    assert f"interpolation key '{unset.lower()}'" in output
+    assert status == 2
+    assert output.splitlines() == [
+        f"error: scrapyd serves only with a user name and password: set {unset} "
+        "(README, 'Running under scrapyd')"
+    ]
+    # Started plainly, scrapyd fails too (the configuration refers to the unset variable).
+    plain = subprocess.run(
+        [str(BIN / "scrapyd")], cwd=tmp_path, capture_output=True, text=True, timeout=30,
+        env=environment(SCRAPYD_HTTP_PORT=str(server.port)),
+    )  # fmt: skip
+    assert plain.returncode != 0
+    assert "interpolation key 'scrapyd_" in plain.stdout + plain.stderr
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", server.port), timeout=5):
         pass
 

@@ -189,7 +189,7 @@ def test_the_start_line_says_whether_the_run_is_a_fresh_crawl_a_resume_or_a_recr
     conf = write_conf(tmp_path, [seed], log_level=1, time_limit=1, period=0)
     repository = tmp_path / "repo"
     first = run_crawl(conf)
-    assert "finished (closespider_timeout)" in first.process.stdout
+    assert "stopped (closespider_timeout): run the same command again" in first.process.stdout
     # With a log file the start line is printed on standard output, before the summary.
     assert first.process.stdout.startswith(
         f"Fresh crawl of {seed} (host-scope, bfs) into {repository}\n"

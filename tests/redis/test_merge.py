@@ -31,6 +31,8 @@ from tests.helpers.redis_server import RedisServer, free_port
 from tests.helpers.shared import finish, link_lines, shared_conf, start_worker
 from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
+pytestmark = pytest.mark.redis
+
 SEED = "http://h.test/"
 
 

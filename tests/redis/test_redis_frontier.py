@@ -29,6 +29,8 @@ from tarantula.core.state import CrawlState
 from tarantula.frontiers.redis import Lease, RedisFrontier, order_member, url_id
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
+pytestmark = pytest.mark.redis
+
 PROJECT = Path(__file__).resolve().parents[2]
 
 
@@ -350,6 +352,7 @@ KILLED_WORKER = """
 import sys
 import redis
 from tarantula.frontiers.redis import RedisFrontier
+
 frontier = RedisFrontier(redis.Redis(port=int(sys.argv[1])), "c", "bfs", 1.0, delay=0.0,
                          concurrency=1, worker="doomed")
 print(" ".join(frontier.lease().url for _ in range(2)), flush=True)

@@ -30,6 +30,8 @@ from tarantula.frontiers.redis_state import (
     last_run,
 )
 
+pytestmark = pytest.mark.redis
+
 PREFIX = "tarantula:{t}:"
 SHORT_TTL = 0.3  # seconds: a worker that stops beating is dead this soon
 

@@ -24,7 +24,7 @@ from tests.helpers.redis_server import RedisServer, free_port
 from tests.helpers.shared import finish, link_lines, shared_conf, start_worker
 from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
 
 def stored_by(conf: Path, name: str) -> int:

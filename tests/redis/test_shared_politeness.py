@@ -7,8 +7,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
+
 from tarantula.frontiers.redis_state import RedisState
 from tarantula.frontiers.shared import SharedPoliteness
+
+pytestmark = pytest.mark.redis
 
 
 def worker(client: Any, name: str, delay: float) -> SharedPoliteness:
