@@ -87,6 +87,40 @@ def test_the_figures_come_from_the_state_the_stats_and_politeness(crawl: Crawl):
     )
 
 
+def test_the_eta_follows_the_pace_of_stored_documents_towards_the_limit(crawl: Crawl):
+    context, stats = crawl.context, crawl.crawler.stats
+    extension = CrawlStatus(crawl.crawler, context, terminal=None, clock=lambda: 0.0)
+    assert extension.progress(now=0.0).eta is None  # no pace yet
+    for i in range(10):
+        context.documents.store(StoredDocument(f"http://a.test/{i}", f"a.test/{i}.html",
+                                               "0" * 32, None, None, "record\n"))  # fmt: skip
+    stats.set_value("tarantula/documents/stored", 10)
+    progress = extension.progress(now=5.0)
+    assert progress.documents == 10 and progress.eta == pytest.approx(40 / 2)  # 2 a second
+    assert "documents 10/50 eta 0:00:20 |" in status.status_text(progress)
+
+
+def test_a_recrawl_counts_the_documents_it_checked_again(crawls: Crawls):
+    first = crawls()
+    context = first.context
+    context.repository.begin_run(context.state)
+    for i in range(4):
+        context.documents.store(StoredDocument(f"http://a.test/{i}", f"a.test/{i}.html",
+                                               "0" * 32, None, None, "record\n"))  # fmt: skip
+    context.repository.end_run(context.state, "finished")
+    again = crawls()  # the same repository: a recrawl (period 0)
+    again.context.repository.begin_run(again.context.state)
+    extension = CrawlStatus(again.crawler, again.context, terminal=None, clock=lambda: 0.0)
+    extension.opened()
+    stats = again.crawler.stats
+    stats.set_value("tarantula/recrawl/unchanged", 2)
+    stats.set_value("tarantula/recrawl/removed", 1)
+    progress = extension.progress(now=1.0)
+    extension.closed()
+    assert progress.checked == (3, 4)
+    assert status.status_text(progress).startswith("checked 3/4 | documents ")
+
+
 def test_without_a_terminal_the_start_line_is_printed_and_logged(crawl: Crawl, capsys, caplog):
     extension = CrawlStatus(crawl.crawler, crawl.context, terminal=None)
     with caplog.at_level(logging.INFO, logger="tarantula.extensions.status"):

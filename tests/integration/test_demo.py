@@ -13,7 +13,7 @@ import pytest
 
 from tarantula.core.config import load_config
 from tarantula.core.repository import Repository
-from tarantula.demo.__main__ import DEMO_CONF, again_command, main
+from tarantula.demo.__main__ import DEMO_CONF, again_command, main, site_port
 from tests.helpers.crawls import PROJECT
 
 pytestmark = pytest.mark.e2e
@@ -80,6 +80,18 @@ def test_the_second_demo_says_when_the_recrawl_is_due_and_how_to_crawl_again(tmp
 def test_the_message_names_make_demo_again_for_the_bundled_demo():
     assert again_command(DEMO_CONF) == "make demo-again"
     assert again_command(PROJECT / "conf" / ".." / "conf" / "demo.conf") == "make demo-again"
+
+
+def test_a_busy_port_stops_the_demo_before_it_deletes_anything(tmp_path, capsys):
+    conf = demo_conf(tmp_path)
+    assert main(["run", "--conf", str(conf)]) == 0
+    index = load_config(conf).repository / "index.txt"
+    before = index.read_bytes()
+    port = site_port(load_config(conf))
+    with socket.create_server(("127.0.0.1", port)):  # another demo serves there
+        assert main(["run", "--fresh", "--conf", str(conf)]) == 2
+    assert index.read_bytes() == before
+    assert f"cannot serve the demo site on 127.0.0.1:{port}" in capsys.readouterr().err
 
 
 def test_fresh_deletes_only_a_tarantula_repository(tmp_path, capsys):

@@ -113,6 +113,10 @@ def test_kill_9_of_a_worker_loses_nothing(web, tmp_path, redis_server):
     assert {url_id(by_target[target])[0] for target in twice} <= held, (twice, len(held))
     for target in twice:
         assert min(r.time for r in web.requests if r.target == target) < killed_at
+    if held:  # the worker that took w1's leases back names it
+        assert "Worker w1 stopped answering: its lease on" in (tmp_path / "w2.log").read_text(
+            encoding="utf-8"
+        )
 
 
 def test_max_page_number_is_exact_across_workers(web, tmp_path, redis_server):
@@ -153,6 +157,7 @@ def test_a_late_worker_joins_and_ctrl_c_hands_leases_back(web, tmp_path, redis_s
     out, _ = w1.communicate(timeout=120)
     assert w1.returncode == 0, out
     finish(w2)
+    assert "Joining the running crawl of " in (tmp_path / "w2.log").read_text(encoding="utf-8")
     indexed = assert_whole(web, tmp_path / "repo")
     assert sorted(indexed) == sorted(urls)
     assert max(page_fetches(web).values()) == 1
