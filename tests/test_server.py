@@ -219,10 +219,24 @@ def test_a_request_is_stamped_when_it_arrived_not_when_a_late_thread_read_it():
     # A loaded machine runs the thread that reads a request late; its time is the kernel's
     # receive time of its first byte, so gaps between requests are measured as the host saw them.
     with socket.create_server(("127.0.0.1", 0)) as listener:
-        client = socket.create_connection(listener.getsockname())
-        connection, _ = listener.accept()
+        listener.setsockopt(socket.SOL_SOCKET, server_module._SO_TIMESTAMPNS, 1)
+
+        def connection_with_a_stamp() -> tuple[socket.socket, socket.socket]:
+            # The kernel starts stamping packets a moment after a socket first asks: wait for it.
+            deadline = time.monotonic() + 10
+            while True:
+                client = socket.create_connection(listener.getsockname())
+                connection, _ = listener.accept()
+                client.sendall(b"x")
+                if server_module._arrival(connection) is not None:
+                    assert connection.recv(1) == b"x"
+                    return client, connection
+                client.close()
+                connection.close()
+                assert time.monotonic() < deadline, "the kernel stamps no packet"
+
+        client, connection = connection_with_a_stamp()
         with client, connection:
-            connection.setsockopt(socket.SOL_SOCKET, server_module._SO_TIMESTAMPNS, 1)
             sent = time.monotonic()
             client.sendall(b"GET / HTTP/1.1\r\n\r\n")
             time.sleep(0.3)  # the reading thread is late: that lateness is what is tested

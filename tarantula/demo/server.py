@@ -411,6 +411,9 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, _RequestHandler)
+        # Accepted sockets inherit it; and the kernel stamps packets only once some socket asks,
+        # switching that on a moment later: asked for here, it is on before the first request.
+        self.socket.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         request, client_address = super().get_request()
@@ -482,8 +485,6 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
         try:
             if isinstance(self.connection, ssl.SSLSocket):
                 self.connection.do_handshake()
-            else:
-                self.connection.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
             super().handle()
         except OSError:  # BrokenPipe, ConnectionReset, stop() shutting the socket, a bad handshake
             self.close_connection = True

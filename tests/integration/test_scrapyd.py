@@ -11,6 +11,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -130,21 +131,41 @@ class Scrapyd:
         return (self.logs / "tarantula" / "tarantula" / f"{job}.log").read_text(encoding="utf-8")
 
 
-def deploy(url: str, *args: str, **credentials: str) -> subprocess.CompletedProcess[str]:
-    """``scrapyd-deploy env ARGS`` from the project folder, to SCRAPYD_URL=``url``."""
+#: What a deployed project is built from is the project's own files: not the environment, the
+#: caches and outputs beside them, which the tests running alongside write to.
+NOT_THE_PROJECT = shutil.ignore_patterns(
+    ".git", ".venv", "__pycache__", ".*_cache", ".hypothesis", ".scrapyd", "build", "*.egg-info",
+    "repository",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def project_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the project folder to deploy from. scrapyd-deploy's egg build lists every file
+    of the folder it runs in, and fails when one vanishes meanwhile: in the project folder, tests
+    running beside this one write and rename Python's cached bytecode."""
+    copy = tmp_path_factory.mktemp("deploy") / "tarantula-project"
+    shutil.copytree(PROJECT, copy, ignore=NOT_THE_PROJECT)
+    return copy
+
+
+def deploy(
+    folder: Path, url: str, *args: str, **credentials: str
+) -> subprocess.CompletedProcess[str]:
+    """``scrapyd-deploy env ARGS`` from the project folder ``folder``, to SCRAPYD_URL=``url``."""
     return subprocess.run(
-        [str(BIN / "scrapyd-deploy"), "env", *args], cwd=PROJECT,
+        [str(BIN / "scrapyd-deploy"), "env", *args], cwd=folder,
         env=environment(SCRAPYD_URL=url, **credentials),
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
+def scrapyd(tmp_path_factory: pytest.TempPathFactory, project_copy: Path) -> Iterator[Scrapyd]:
     server = Scrapyd(tmp_path_factory.mktemp("scrapyd"), CREDENTIALS)
     try:
         server.wait_until_serving()
-        deployed = deploy(server.url, "-p", "tarantula", "-v", "1", **CREDENTIALS)
+        deployed = deploy(project_copy, server.url, "-p", "tarantula", "-v", "1", **CREDENTIALS)
         assert deployed.returncode == 0, deployed.stdout + deployed.stderr
         assert '"spiders": 1' in deployed.stdout
         # scrapyd's pid file is kept with its state, in neither its folder nor the project's.
@@ -210,10 +231,10 @@ def test_requests_without_the_credentials_are_refused(scrapyd, tmp_path, auth):
     assert not any(jobs[state] for state in ("pending", "running")), jobs
 
 
-def test_a_deploy_without_the_credentials_is_refused(scrapyd):
+def test_a_deploy_without_the_credentials_is_refused(scrapyd, project_copy):
     # Unset variables: scrapyd-deploy sends "${SCRAPYD_USERNAME}" as written.
     for credentials in [{}, {**CREDENTIALS, "SCRAPYD_PASSWORD": "not-the-password"}]:
-        refused = deploy(scrapyd.url, "-p", "intruder", "-v", "1", **credentials)
+        refused = deploy(project_copy, scrapyd.url, "-p", "intruder", "-v", "1", **credentials)
         assert refused.returncode == 1, refused.stdout + refused.stderr
         assert "Deploy failed (401)" in refused.stderr
     assert scrapyd.get("listprojects.json")["projects"] == ["tarantula"]
