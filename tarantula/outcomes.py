@@ -25,6 +25,20 @@ if TYPE_CHECKING:
 logger = logging.getLogger("tarantula.filtered")
 
 
+#: What a download may fail with when it gets no answer: Scrapy's download errors, a request
+#: refused on its way (a dropped host), and the operating system's network errors. Anything else
+#: is a defect.
+DOWNLOAD_FAILURES = (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+    OSError,
+)
+
 #: Failure kinds of a request that got no answer at all: the network, not the server, failed it.
 NETWORK_KINDS = frozenset({"dns", "refused", "timeout", "connection-lost", "data-loss"})
 

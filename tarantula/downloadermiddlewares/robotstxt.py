@@ -27,22 +27,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
-from scrapy.exceptions import (
-    CannotResolveHostError,
-    DownloadCancelledError,
-    DownloadConnectionRefusedError,
-    DownloadFailedError,
-    DownloadTimeoutError,
-    IgnoreRequest,
-    NotConfigured,
-    ResponseDataLossError,
-)
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
-from tarantula.outcomes import RobotsUnavailable, failure_kind
+from tarantula.outcomes import DOWNLOAD_FAILURES, RobotsUnavailable, failure_kind
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -55,19 +46,6 @@ _DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 ROBOTS_MAX_BYTES = 500 * 1024
 #: URLs whose robots.txt answer is remembered (about 100 bytes each); the memory is cleared when full.
 ANSWERS_KEPT = 65536
-
-#: What a download of robots.txt may fail with: Scrapy's download errors, a request refused on its
-#: way (a dropped host), and the operating system's network errors. Anything else is a defect.
-DOWNLOAD_FAILURES = (
-    CannotResolveHostError,
-    DownloadCancelledError,
-    DownloadConnectionRefusedError,
-    DownloadFailedError,
-    DownloadTimeoutError,
-    IgnoreRequest,
-    ResponseDataLossError,
-    OSError,
-)
 
 
 def site_key(url: str) -> str:
