@@ -46,9 +46,9 @@ def url(i: int) -> str:
 
 
 def replay_tarantula(graph: list[list[int]], folder: Path | None) -> int:
-    from tarantula.core.state import CrawlState
+    from tarantula.store.sqlite import SqliteStore
 
-    state = CrawlState(folder / "state.db" if folder else None, "bfs")
+    state = SqliteStore(folder, "bfs")
     state.begin()
     frontier = state.frontier
     frontier.push(url(0), url(0), 0)

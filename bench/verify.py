@@ -47,8 +47,8 @@ from tarantula.core.browse import BrowseMirror
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.mirror import mirror_relpath, store_path, write_atomic
-from tarantula.core.repository import Repository
 from tarantula.core.urls import normalize_url, url_md5
+from tarantula.store.sqlite import SqliteStore
 
 PORT = 8080
 PDFS_PER_HOST = 2
@@ -82,9 +82,8 @@ def build_repository(root: Path, documents: int, hosts: int, seed: int, browsabl
     names = [host_name(h) for h in range(hosts)]
     urls = [normalize_url(base_url(names[n.host], PORT) + n.path) for n in nodes]
     date = email.utils.formatdate(usegmt=True)
-    repository = Repository(root)
-    state = repository.open_state("bfs")
-    repository.begin_run(state)
+    state = SqliteStore(root, "bfs")
+    state.begin()
     store = state.documents
     stored = size = 0
     for node_id, (node, data) in enumerate(contents(nodes, rng, words, names, PORT)):
@@ -128,7 +127,7 @@ def build_repository(root: Path, documents: int, hosts: int, seed: int, browsabl
         browse.close()
         state.commit()  # the files are written once the state that lists them is committed
         built.browse_seconds, built.browse_cpu = time.perf_counter() - started, _cpu() - cpu
-    repository.end_run(state, "finished")
+    state.end("finished")
     return built
 
 

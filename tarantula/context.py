@@ -3,6 +3,7 @@
 Scrapy hangs what a whole crawl shares on the crawler (``crawler.stats``, ``crawler.signals``);
 Tarantula's own shared parts hang there the same way: the parsed configuration, the URL rules, the
 repository with its crawl state (run log, frontier, document store) and the politeness state.
+The store (:mod:`tarantula.store`) is held by its contract: nothing here knows which backend it is.
 The spider builds the context from its configuration when Scrapy creates it
 (:meth:`tarantula.spiders.tarantula.TarantulaSpider.from_crawler`), the one place that knows the
 ``conf`` argument; every component reaches it with :func:`context_of`, which raises
@@ -22,17 +23,14 @@ from scrapy.exceptions import NotConfigured
 from tarantula.core.politeness import Politeness
 from tarantula.core.repository import Repository
 from tarantula.core.rules import UrlRules
+from tarantula.store import CrawlStore, DocumentStore, Frontier, open_store
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
     from tarantula.core.config import CrawlConfig
-    from tarantula.core.documents import DocumentStore, StoredDocument
-    from tarantula.core.frontier import SqliteFrontier
-    from tarantula.core.state import CrawlState
-    from tarantula.frontiers.redis import RedisFrontier
-    from tarantula.frontiers.redis_state import RedisDocumentStore, RedisState
+    from tarantula.core.documents import StoredDocument
 
 
 @dataclass(eq=False)
@@ -40,46 +38,30 @@ class CrawlContext:
     config: CrawlConfig
     rules: UrlRules
     repository: Repository
-    state: CrawlState | RedisState
+    store: CrawlStore
     politeness: Politeness
-    worker: str = ""  # this process's name in a crawl shared through Redis
+    worker: str = ""  # this process's name in a crawl shared by several
 
     @classmethod
     def build(
         cls, config: CrawlConfig, *, in_memory: bool = False, worker: str | None = None
     ) -> CrawlContext:
-        """The context of a crawl of ``config``; ``in_memory`` keeps a state that no file holds
-        (``scrapy check``). With ``<distributed-options> redis`` the state and the politeness are
-        shared through Redis (:mod:`tarantula.frontiers.shared`), this process being ``worker``."""
+        """The context of a crawl of ``config``; ``in_memory`` keeps a store that no file holds
+        (``scrapy check``); ``worker`` names this process in a crawl shared by several."""
         repository = Repository(config.repository)
-        state: CrawlState | RedisState
-        politeness: Politeness
-        if config.redis and not in_memory:
-            from tarantula.frontiers.shared import open_shared
-
-            state, politeness = open_shared(config, repository.root, worker)
-            worker = state.frontier.worker
-        else:
-            state = repository.open_state(config.traversal_algorithm, in_memory=in_memory)
-            politeness = Politeness(
-                config.delay,
-                config.delay_factor,
-                config.host_concurrency,
-                config.host_failures,
-                config.max_retry_after,
-            )
+        store, politeness = open_store(config, repository.root, worker=worker, in_memory=in_memory)
         return cls(
-            config=config, rules=UrlRules(config), repository=repository, state=state,
-            politeness=politeness, worker=worker or "",
+            config=config, rules=UrlRules(config), repository=repository, store=store,
+            politeness=politeness, worker=store.worker,
         )  # fmt: skip
 
     @property
-    def frontier(self) -> SqliteFrontier | RedisFrontier:
-        return self.state.frontier
+    def frontier(self) -> Frontier:
+        return self.store.frontier
 
     @property
-    def documents(self) -> DocumentStore | RedisDocumentStore:
-        return self.state.documents
+    def documents(self) -> DocumentStore:
+        return self.store.documents
 
     def remove_document(
         self, url: str, why: str, stats: StatsCollector | None = None

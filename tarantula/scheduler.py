@@ -85,14 +85,14 @@ class FrontierScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
-        previous = self.context.state.runs.last()
-        run = self.context.repository.begin_run(self.context.state)
+        previous = self.context.store.runs.last()
+        run = self.context.store.begin()
         self.stats.set_value(f"tarantula/run/{run.kind}", 1)
         # After a run that could reach none of its seeds, they are asked for again.
         self._retry_seeds = (
             previous is not None and previous.reason == UNREACHABLE and not run.joined
         )
-        self._committer = create_looping_call(self.context.state.tick)
+        self._committer = create_looping_call(self.context.store.tick)
         self._committer.start(self.commit_interval, now=False)
 
     def close(self, reason: str) -> None:
@@ -107,7 +107,7 @@ class FrontierScheduler(BaseScheduler):
                 "The crawl is not complete; run the same command again to retry it."
             )
             self.stats.set_value("tarantula/run/unreachable", 1)
-        self.context.repository.end_run(self.context.state, reason)
+        self.context.store.end(reason)
 
     def _unreached(self) -> bool:
         """Whether the run stored nothing in the whole crawl and got no answer from any server

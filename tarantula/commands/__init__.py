@@ -11,8 +11,8 @@ from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 
+from tarantula import store
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
-from tarantula.core.repository import Repository
 from tarantula.core.state import Run
 
 logger = logging.getLogger(__name__)
@@ -46,10 +46,5 @@ def load_or_report(command: ScrapyCommand, path: str | Path) -> CrawlConfig | No
 
 
 def last_run(config: CrawlConfig) -> Run | None:
-    """The latest run of ``config``'s crawl: from Redis for a shared crawl (SPEC 9), else from
-    the repository's state, read without changing anything."""
-    if config.redis:
-        from tarantula.frontiers.shared import shared_last_run
-
-        return shared_last_run(config)
-    return Repository(config.repository).last_run()
+    """The latest run of ``config``'s crawl, read without changing anything."""
+    return store.last_run(config)

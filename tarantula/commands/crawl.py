@@ -30,9 +30,9 @@ from tarantula.configure import log_settings
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
 from tarantula.core.repository import recrawl_pending
 from tarantula.extensions.summary import CrawlSummary
-from tarantula.frontiers.shared import RedisUnreachable, check_reachable
 from tarantula.logformatter import demote_banner
 from tarantula.spiders.tarantula import TarantulaSpider
+from tarantula.store import StoreUnavailable, check_store
 
 if TYPE_CHECKING:
     import argparse
@@ -100,13 +100,12 @@ class Command(ScrapyCrawlCommand):
                        f"the folder {config.log_file.parent} does not exist", logging.ERROR)  # fmt: skip
             self.exitcode = 2
             return
-        if config.redis:
-            try:
-                check_reachable(config.redis)
-            except RedisUnreachable as exc:
-                tell(self, f"{config.path}: error: {exc}", logging.ERROR)
-                self.exitcode = 2
-                return
+        try:
+            check_store(config)
+        except StoreUnavailable as exc:
+            tell(self, f"{config.path}: error: {exc}", logging.ERROR)
+            self.exitcode = 2
+            return
         waiting = recrawl_wait(config)
         if waiting:
             tell(self, waiting)

@@ -22,14 +22,13 @@ from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report
 from tarantula.core.config import CrawlConfig
-from tarantula.core.facts import met
 from tarantula.core.links import explain
-from tarantula.core.repository import Repository
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.urls import UrlRejected, join_url, normalize_url
 from tarantula.downloadermiddlewares.robotstxt import ROBOTS_MAX_BYTES, robots_rules, site_key
 from tarantula.resolver import lookup
+from tarantula.store import url_facts
 
 if TYPE_CHECKING:
     import argparse
@@ -93,9 +92,9 @@ def what_the_crawl_met(config: CrawlConfig, url: str) -> str:
     >>> what_the_crawl_met(CrawlConfig(path=Path("/nowhere/c.conf"), starting_points=("http://h/",)), "http://h/")
     'has not run yet (no crawl state)'
     """
-    found = met(Repository(config.repository).state_path, url)
-    if found is None:
-        return "has not run yet (no crawl state)"
+    found = url_facts(config, url)
+    if isinstance(found, str):
+        return found
     if found.state == "never met":
         return "never met it"
     if found.state != "done":

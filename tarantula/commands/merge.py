@@ -3,7 +3,7 @@ into the configured repository (SPEC 9).
 
 Workers with repository folders of their own (on machines of their own, each running the same
 configuration file) each hold a part of the crawl: in Redis, a document's record belongs to the
-folder id of the folder holding its copy (:mod:`tarantula.frontiers.redis_state`). For each FOLDER
+folder id of the folder holding its copy (:mod:`tarantula.store.redis.state`). For each FOLDER
 (its ``.tarantula/folder-id`` names it), merge
 
 - puts each of its documents' copies into the repository at the same path: a hard link, or a
@@ -46,7 +46,6 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
-from tarantula.core.database import sync_filesystem
 from tarantula.core.layout import (
     CAPTURES_NAME,
     FOLDER_ID_NAME,
@@ -58,7 +57,8 @@ from tarantula.core.layout import (
 )
 from tarantula.core.mirror import _TEMPORARY_PREFIX
 from tarantula.core.repository import Repository
-from tarantula.frontiers.shared import RedisUnreachable, connect, crawl_id, key_prefix
+from tarantula.store.files import sync_filesystem
+from tarantula.store.redis.shared import RedisUnreachable, connect, crawl_id, key_prefix
 
 if TYPE_CHECKING:
     import argparse
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from tarantula.core.config import CrawlConfig
-    from tarantula.frontiers.redis_state import RedisDocumentStore
+    from tarantula.store.redis.state import RedisDocumentStore
 
 #: How a file came to be in the repository.
 LINKED, COPIED, IN_PLACE = "linked", "copied", "in place"
@@ -187,7 +187,7 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     """Merge ``folders`` (folder, folder id) of the crawl under ``prefix`` into the repository
     ``target`` (see the module's docstring); yields one line per record not merged (its copy is
     missing or could not be placed), which stays with its folder."""
-    from tarantula.frontiers.redis_state import RedisDocumentStore, last_run
+    from tarantula.store.redis.state import RedisDocumentStore, last_run
 
     last = last_run(client, prefix)
     target.mkdir(parents=True, exist_ok=True)
@@ -197,22 +197,16 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
         if folder_id == target_id:
             continue  # the repository itself (or a folder sharing its id)
         source = RedisDocumentStore(client, prefix, folder_id)
-        try:
-            yield from _merge_documents(source, folder, target, target_id, merged, chunk)
-            merged.duplicates += source.move_duplicates_to(target_id, chunk)
-        finally:
-            source.db.close()
+        yield from _merge_documents(source, folder, target, target_id, merged, chunk)
+        merged.duplicates += source.move_duplicates_to(target_id, chunk)
         merged.warc_files += merge_warc(folder / WARC_FOLDER, target / WARC_FOLDER, folder_id)
         merge_captures(folder / STATE_FOLDER / CAPTURES_NAME, target / STATE_FOLDER / CAPTURES_NAME)
     documents = RedisDocumentStore(client, prefix, target_id)
-    try:
-        documents.generation = last.generation if last is not None else 1
-        repository = Repository(target)
-        documents.index_path = repository.index
-        documents.duplicates_path = repository.duplicates
-        merged.documents = documents.rewrite_outputs()
-    finally:
-        documents.db.close()
+    documents.generation = last.generation if last is not None else 1
+    repository = Repository(target)
+    documents.index_path = repository.index
+    documents.duplicates_path = repository.duplicates
+    merged.documents = documents.rewrite_outputs()
 
 
 def _merge_documents(source: RedisDocumentStore, folder: Path, target: Path, target_id: str,
@@ -324,7 +318,7 @@ def _ends_with_newline(path: Path) -> bool:
 def open_crawl(config: CrawlConfig) -> tuple[Redis, str]:
     """A client of ``config``'s Redis and the prefix of its crawl's keys; :class:`MergeError` when
     there is no crawl of it there or workers are at work on it."""
-    from tarantula.frontiers.redis_state import Workers, last_run
+    from tarantula.store.redis.state import Workers, last_run
 
     crawl = crawl_id(config)
     prefix = key_prefix(crawl)

@@ -1,9 +1,9 @@
 """``scrapy verify CONF``: check that a crawl's repository is whole (SPEC 11).
 
-It reads the crawl state, without changing it: the repository's ``.tarantula/state.db``, or, for
-a crawl shared through Redis (``<distributed-options> redis``), the records in Redis that belong
-to the repository folder (its ``.tarantula/folder-id``: the documents whose copies its workers
-wrote, or that ``scrapy merge`` brought in). It checks that
+It reads the crawl's store, without changing it (:func:`tarantula.store.folder_documents`): the
+documents whose copies are in the repository folder (for a crawl shared through Redis, those of
+the folder's ``.tarantula/folder-id``: whose copies its workers wrote, or that ``scrapy merge``
+brought in). It checks that
 
 - every stored document has its file in the mirror, and the file's content MD5 is the one the
   state recorded when it was stored;
@@ -17,7 +17,7 @@ wrote, or that ``scrapy merge`` brought in). It checks that
 
 It prints one line per problem, ``<where>: <what>`` (a path of the repository, or ``index.txt:<line>``),
 a summary on stderr, and exits 0 when there is no problem, 1 otherwise (2 for a bad configuration
-file, or a Redis that does not answer). Files are hashed by a pool of threads and the pages of
+file, or a store that does not answer). Files are hashed by a pool of threads and the pages of
 ``browse/`` read by a pool of processes (``--jobs``, one per CPU by default).
 """
 
@@ -27,7 +27,6 @@ import hashlib
 import logging
 import multiprocessing
 import os
-import sqlite3
 import sys
 import time
 import zlib
@@ -47,13 +46,10 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.document import codec_for_label
 from tarantula.core.layout import (
     BROWSE_NAME,
-    FOLDER_ID_NAME,
     OWN_NAMES,
-    STATE_FOLDER,
-    read_folder_id,
 )
 from tarantula.core.repository import Repository
-from tarantula.frontiers.shared import RedisUnreachable, connect, crawl_id, key_prefix
+from tarantula.store import StoreUnavailable, folder_documents
 
 if TYPE_CHECKING:
     import argparse
@@ -133,61 +129,13 @@ def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str
 
 
 def read_state(config: CrawlConfig, repository: Repository) -> dict[str, Stored] | str:
-    """The stored documents of ``repository`` by URL (from its crawl state, or from Redis for a
-    shared crawl), or the one problem that leaves nothing to check: no state, no folder id.
-    :class:`~tarantula.frontiers.shared.RedisUnreachable` when Redis does not answer."""
-    root = repository.root
-    if config.redis:
-        try:
-            documents = read_shared_documents(config, root)
-        except ValueError as exc:  # an empty folder-id file
-            return f"{root}: {exc}"
-        if documents is None:
-            folder_id = root / STATE_FOLDER / FOLDER_ID_NAME
-            return f"{root}: not a repository folder of the shared crawl ({folder_id} is missing)"
-        return documents
-    if not repository.state_path.is_file():
-        return f"{root}: no crawl state ({repository.state_path} is missing)"
-    return read_documents(repository.state_path)
-
-
-def read_documents(state_path: Path) -> dict[str, Stored]:
-    """The stored documents of the crawl state at ``state_path``, by URL, read without writing."""
-    db = sqlite3.connect(f"file:{state_path}?mode=ro", uri=True)
-    try:
-        rows = db.execute(
-            "SELECT url, path, md5, substr(record, 1, instr(record || char(10), char(10)) - 1)"
-            " FROM documents ORDER BY path"
-        )
-        return {url: _stored(url, path, md5, first_line) for url, path, md5, first_line in rows}
-    finally:
-        db.close()
-
-
-def read_shared_documents(config: CrawlConfig, root: Path) -> dict[str, Stored] | None:
-    """The stored documents of repository folder ``root`` in ``config``'s crawl shared through
-    Redis (the records of its folder id), by URL, read without writing; None when the folder has
-    no folder id. :class:`~tarantula.frontiers.shared.RedisUnreachable` when Redis does not
-    answer, ``ValueError`` when the folder id file is empty."""
-    from redis import RedisError
-
-    from tarantula.frontiers.redis_state import RedisDocumentStore
-
-    client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
-    try:
-        folder_id = read_folder_id(root)
-        if folder_id is None:
-            return None
-        store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
-        try:
-            found = sorted(store.documents(), key=lambda doc: doc.path)  # as read_documents orders
-        finally:
-            store.db.close()
-    except RedisError as exc:
-        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
-    finally:
-        client.close()
-    return {d.url: _stored(d.url, d.path, d.md5, d.record.split("\n", 1)[0]) for d in found}
+    """The stored documents of ``repository`` by URL (from its crawl's store), or the one problem
+    that leaves nothing to check: no crawl there. :class:`~tarantula.store.StoreUnavailable` when
+    the store does not answer."""
+    found = folder_documents(config, repository.root)
+    if isinstance(found, str):
+        return found
+    return {doc.url: _stored(doc.url, doc.path, doc.md5, doc.record) for doc in found}
 
 
 def _stored(url: str, path: str, md5: str, first_line: str) -> Stored:
@@ -445,7 +393,7 @@ class Command(ScrapyCommand):
         try:
             for problem in verify(config, tally, opts.jobs):
                 print(problem, flush=False)
-        except RedisUnreachable as exc:  # raised before any problem: the records come first
+        except StoreUnavailable as exc:  # raised before any problem: the records come first
             tell(self, f"{config.path}: error: {exc}", logging.ERROR)
             self.exitcode = 2
             return

@@ -47,12 +47,12 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 from urllib.parse import quote, unquote_to_bytes
 
-from tarantula.core.database import StateDB
 from tarantula.core.document import codec_for_label
 from tarantula.core.frontier import url_hash
 from tarantula.core.layout import BROWSE_NAME
 from tarantula.core.mirror import UnsafePath, store_path, write_atomic
 from tarantula.core.urls import LinkResolver, UrlRejected, join_url
+from tarantula.store.sqlite.database import StateDB
 
 logger = logging.getLogger(__name__)
 

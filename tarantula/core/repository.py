@@ -1,19 +1,7 @@
-"""A crawl's repository: where its outputs live, and what each run does to them (SPEC 7, 8).
-
-    <repository>/
-      index.txt           the index (SPEC 7.2)
-      duplicates.tsv      exact duplicates: duplicate URL, TAB, the stored original's URL
-      .tarantula/state.db the crawl state (:mod:`tarantula.core.state`)
-      .tarantula/stats.json the last run's stats (Scrapy's, as JSON)
-      report.html         the crawl report (SPEC 11)
-      warc/               WARC files of every exchange (warc = yes)
-      browse/             the mirror with links that resolve offline (browsable = yes)
-      <host>[:<port>]/... the mirror (:mod:`tarantula.core.mirror`)
-
-A fresh crawl starts both files empty and grows them as documents are committed; a resume rewrites
-them from the state first (a kill may have cut a tail) and sweeps the temporary files a kill left;
-a recrawl rewrites them at its end, one record per stored document. Whether a run is due at all is
-:meth:`Repository.next_recrawl`, the one place that reads the period.
+"""A crawl's repository: where its outputs live (the names are :mod:`tarantula.core.layout`'s),
+and when its next run is due (SPEC 8): :func:`recrawl_pending`, the one place that reads the period.
+What a run does to the index and duplicates files is the crawl store's
+(:mod:`tarantula.store.outputs`).
 """
 
 from __future__ import annotations
@@ -23,7 +11,6 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tarantula.core.layout import (
     DUPLICATES_NAME,
@@ -33,11 +20,7 @@ from tarantula.core.layout import (
     STATE_NAME,
     STATS_NAME,
 )
-from tarantula.core.mirror import sweep_temporary
-from tarantula.core.state import CrawlState, Run, last_run_at
-
-if TYPE_CHECKING:
-    from tarantula.frontiers.redis_state import RedisState
+from tarantula.core.state import Run
 
 logger = logging.getLogger(__name__)
 
@@ -129,50 +112,3 @@ class Repository:
     @property
     def report(self) -> Path:
         return self.root / REPORT_NAME
-
-    def last_run(self) -> Run | None:
-        """The latest run, read without opening the state for writing (None: never crawled)."""
-        return last_run_at(self.state_path)
-
-    def next_recrawl(
-        self, period_hours: float, now: float | None = None
-    ) -> tuple[Run, float] | None:
-        """When the last crawl is complete and its next recrawl is not due yet: that run and the
-        time the recrawl is due (:func:`next_run_at`). None when there is work to do now."""
-        return recrawl_pending(self.last_run(), period_hours, now)
-
-    def open_state(self, traversal: str, *, in_memory: bool = False) -> CrawlState:
-        """The crawl state of this repository (in memory for runs that keep nothing)."""
-        return CrawlState(None if in_memory else self.state_path, traversal)
-
-    def begin_run(self, state: CrawlState | RedisState) -> Run:
-        """Start a run in ``state`` and make the outputs ready for it."""
-        run = state.begin()
-        if state.in_memory:  # no files
-            return run
-        documents = state.documents
-        self.root.mkdir(parents=True, exist_ok=True)
-        documents.folder = self.root
-        documents.index_path = self.index
-        documents.duplicates_path = self.duplicates
-        if run.joined:  # another worker of a shared crawl began this run and keeps the files
-            pass
-        elif run.kind == "crawl":
-            self.index.write_bytes(b"")
-            self.duplicates.write_bytes(b"")
-        elif run.kind == "resume":
-            documents.rewrite_outputs()  # drops anything a crash left past the state
-            swept = sweep_temporary(self.root)
-            if swept:
-                logger.info("Removed %d temporary files left by an interrupted run", swept)
-        documents.append = run.generation == 1
-        logger.info("Run %d: %s (generation %d)", run.id, run.kind, run.generation)
-        return run
-
-    def end_run(self, state: CrawlState | RedisState, reason: str) -> None:
-        """Close the run: a recrawl's outputs are rewritten from the state, then it is closed."""
-        state.end(reason)
-        if not state.in_memory and state.rewrite_at_end():
-            count = state.documents.rewrite_outputs()
-            logger.info("Index rewritten: %d records", count)
-        state.close()

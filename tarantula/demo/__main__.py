@@ -23,8 +23,9 @@ from urllib.parse import urlsplit
 
 from tarantula.contracts import DEMO_SITE
 from tarantula.core.config import CrawlConfig, load_config
-from tarantula.core.repository import Repository
+from tarantula.core.repository import Repository, recrawl_pending
 from tarantula.demo.server import SiteServer
+from tarantula.store import last_run
 
 PROJECT = Path(__file__).resolve().parents[2]
 DEMO_CONF = PROJECT / "conf" / "demo.conf"
@@ -79,7 +80,7 @@ def run(conf: Path, *, fresh: bool = False) -> int:
     port = site_port(config)
     # The crawl command itself says that the crawl is complete and when the recrawl is due; this
     # only decides whether the site needs serving and whether to point at a fresh crawl.
-    complete = not fresh and Repository(config.repository).next_recrawl(config.period) is not None
+    complete = not fresh and recrawl_pending(last_run(config), config.period) is not None
     server = None if complete else serving(port)  # first: nothing is deleted for a crawl that
     if not complete and server is None:  # could not run
         return 2

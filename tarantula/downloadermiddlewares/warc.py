@@ -94,7 +94,7 @@ class WarcMiddleware:
         context = context_of(crawler)
         if not context.config.warc:
             raise NotConfigured  # warc = no (a reason would be logged as a warning)
-        if context.state.in_memory:
+        if context.store.in_memory:
             raise NotConfigured  # the state is kept in memory (scrapy check): no outputs
         try:
             import warcio  # noqa: F401
@@ -103,7 +103,7 @@ class WarcMiddleware:
         # Built before the scheduler opens this run, so the run log's last run is the one before:
         # only a run that never recorded its end (killed, crashed) can have left a record cut.
         # Reading a whole file costs seconds per 100 MB; a run that ended closed its files.
-        previous = context.state.runs.last()
+        previous = context.store.runs.last()
         return cls(
             crawler,
             context,
@@ -127,7 +127,7 @@ class WarcMiddleware:
                     previous[-1], tail.size - tail.whole,
                 )  # fmt: skip
         config = self.context.config
-        run = self.context.state.runs.current
+        run = self.context.store.runs.current
         fields = warcinfo_fields(
             f"Tarantula/{__version__} (Scrapy {_version('scrapy')}; warcio {_version('warcio')})",
             config.path.name,

@@ -69,13 +69,13 @@ class CrawlReport:
         if not context.config.report:
             logger.debug("No crawl report: report = no")
             raise NotConfigured
-        if context.state.in_memory:
+        if context.store.in_memory:
             logger.debug("No crawl report: the crawl state is kept in memory")
             raise NotConfigured
         return cls(crawler, context)
 
     def opened(self) -> None:
-        run = self.context.state.runs.current
+        run = self.context.store.runs.current
         if run is None:
             return
         self.run = run.id

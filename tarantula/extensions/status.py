@@ -295,7 +295,7 @@ class CrawlStatus:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlStatus:
         context = context_of(crawler)
-        if context.state.in_memory:
+        if context.store.in_memory:
             raise NotConfigured  # scrapy check: no crawl to show (and no reason to warn about)
         return cls(crawler, context, sys.stdout if draws_on(sys.stdout) else None)
 
@@ -310,7 +310,7 @@ class CrawlStatus:
     def opened(self) -> None:
         self._release()
         self._started = self.clock()
-        run = self.context.state.runs.current
+        run = self.context.store.runs.current
         kind = "crawl" if run is None else "join" if run.joined else run.kind
         documents, queued = self.context.documents.count(), self.context.frontier.pending()
         self._to_check = documents if kind == "recrawl" else 0

@@ -50,14 +50,15 @@ class BrowsePipeline:
         context = context_of(crawler)
         if not context.config.browsable:
             raise NotConfigured  # browsable = no (a reason would be logged as a warning)
-        if context.state.in_memory:
-            raise NotConfigured  # the state is kept in memory (scrapy check): no outputs
+        if context.store.in_memory or context.store.local is None:
+            raise NotConfigured  # nothing kept (scrapy check), or no database for its bookkeeping
         return cls(crawler, context, UPDATE_INTERVAL)
 
     def open_spider(self, spider: Spider | None = None) -> None:
         # The scheduler has opened the run (fresh crawl, resume or recrawl) by now.
+        assert self.context.store.local is not None  # see from_crawler
         self.mirror = BrowseMirror(
-            self.context.state.db,
+            self.context.store.local,
             self.context.repository.root,
             self.context.rules.normalize,
             interval=self.interval,

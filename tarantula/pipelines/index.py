@@ -1,8 +1,8 @@
-"""Turns each stored document into its index record (SPEC 7.2) and commits it to the crawl state.
+"""Turns each stored document into its index record (SPEC 7.2) and commits it to the crawl store.
 
-The state appends the record to ``<repository>/index.txt`` once the transaction that holds it is
+The store appends the record to ``<repository>/index.txt`` once the transaction that holds it is
 committed (within a second), so a reader sees it promptly and never a document that is not stored;
-a recrawl rewrites the index from the state at its end (:mod:`tarantula.core.state`).
+a recrawl rewrites the index from the store at its end (:mod:`tarantula.store.outputs`).
 
 Stats: ``tarantula/index/records``, and in a recrawl ``tarantula/recrawl/<new|changed|unchanged>``.
 """
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class IndexPipeline:
     def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
         self.stats = crawler.stats
-        self.state = context.state
+        self.store = context.store
         self.documents = context.documents
         self.frontier = context.frontier
 
@@ -42,7 +42,7 @@ class IndexPipeline:
         else:
             assert item.path is not None and item.md5 is not None, "the mirror pipeline runs first"
             record = format_record(item.record())
-            self.state.stored(
+            self.store.stored(
                 StoredDocument(item.url, item.path, item.md5, item.last_modified, item.etag, record)
             )
             self.stats.inc_value("tarantula/index/records")

@@ -4,16 +4,15 @@ The mirror path of a document follows its URL (:func:`tarantula.core.mirror.mirr
 URLs can map to the same name (``/about`` served as HTML and ``/about.html``): the second one gets
 the hash of its URL before its extension, so no document overwrites another's copy. Files are
 written atomically (temporary file, rename); they are synced to disk in one go before the crawl
-state records them (:meth:`tarantula.core.state.CrawlState.commit`) rather than one by one.
+store records them (:meth:`tarantula.store.CrawlStore.commit`) rather than one by one.
 
 A document already stored (a recrawl) keeps its path; when its content did not change (same MD5)
 nothing is written and it counts as unchanged.
 
-max-page-number is exact: items pass the pipelines one at a time on the reactor thread, so
-counting here, where a new document is committed, never lets an extra one through whatever
-``threads`` is. In a crawl shared by several workers each new document first claims a page in the
-shared store, which counts every worker's documents and claims (SPEC 9). When the count is
-reached the spider is closed with reason ``max-page-number``.
+max-page-number is exact: each new document first claims a page in the document store, which
+counts the documents stored and the pages claimed (every worker's, in a crawl shared by several:
+SPEC 9), so no extra one gets through whatever ``threads`` is. When this process's count reaches
+the limit the spider is closed with reason ``max-page-number``.
 
 Stats: ``tarantula/documents/stored``, ``tarantula/documents/unsafe-path``,
 ``tarantula/documents/over-limit``.
@@ -57,8 +56,6 @@ class MirrorPipeline:
         self.frontier = context.frontier
         self.repository = context.repository.root
         self.limit = max(context.config.max_page_number, 0)
-        self.shared = bool(context.worker)
-        self.worker = context.worker
         self.stored = 0
         self._closing = False
 
@@ -81,7 +78,7 @@ class MirrorPipeline:
             # replaces the record, whose validators and dates are the new answer's (SPEC 8).
             item.status, item.path, item.md5 = "unchanged", existing.path, md5
             return item
-        if existing is None and self.limit and not self._claim_page(item.url):
+        if existing is None and self.limit and not self.documents.claim_page(item.url, self.limit):
             self._drop(item, md5, "over-limit")
             self._close_at_limit()
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
@@ -123,14 +120,6 @@ class MirrorPipeline:
             logger.warning("Not stored %s: %s", item.url, exc)
             raise DropItem(f"cannot store safely: {exc}") from exc
         return relpath
-
-    def _claim_page(self, url: str) -> bool:
-        """Whether a new document may be stored under max-page-number: counted here in one
-        process (:attr:`stored`); in a shared crawl, claimed in the shared store, where every
-        worker's documents count (SPEC 9)."""
-        if not self.shared:
-            return self.stored < self.limit
-        return self.documents.claim_page(url, self.limit, self.worker)
 
     def _close_at_limit(self) -> None:
         if self.crawler.engine and not self._closing:

@@ -51,13 +51,13 @@ class Run:
                 assert pipeline.process_item(item, self.crawl.spider) is item
 
     def commit(self) -> None:
-        self.crawl.context.state.commit()
+        self.crawl.context.store.commit()
 
     def end(self, reason: str = "finished") -> None:
         """As the engine closes a run: the pipelines, then the scheduler (which ends the run)."""
         if self.browse is not None:
             self.browse.close_spider(self.crawl.spider)
-        self.crawl.context.repository.end_run(self.crawl.context.state, reason)
+        self.crawl.context.store.end(reason)
 
     def page(self, path: str) -> str:
         return (self.root / "browse" / path).read_text(encoding="utf-8")
@@ -65,7 +65,7 @@ class Run:
 
 def begin(crawl: Crawl, *, browse: bool = True, interval: float = 0.0) -> Run:
     context = crawl.context
-    context.repository.begin_run(context.state)
+    context.store.begin()
     mirror = build_from_crawler(MirrorPipeline, crawl.crawler)
     index = build_from_crawler(IndexPipeline, crawl.crawler)
     mirror.open_spider(crawl.spider)
@@ -183,12 +183,12 @@ def test_files_not_written_are_written_by_the_next_run(crawls: Crawls, monkeypat
     first.commit()
     assert not (first.root / "browse/a.test/index.html").exists()
     assert first.crawl.stat("tarantula/browse/failed") == 1
-    first.crawl.context.state.close()  # a kill after the commit: no end of run
+    first.crawl.context.store.close()  # a kill after the commit: no end of run
 
     monkeypatch.undo()
     second = begin(crawls(config))
-    assert second.crawl.context.state.runs.current is not None
-    assert second.crawl.context.state.runs.current.kind == "resume"
+    assert second.crawl.context.store.runs.current is not None
+    assert second.crawl.context.store.runs.current.kind == "resume"
     second.commit()
     assert "http://a.test/b.html" in second.page("a.test/index.html")
 
@@ -216,7 +216,7 @@ def test_a_kill_before_an_update_leaves_it_to_the_next_run(crawls: Crawls):
     first.store(B, b"b")  # the home page is marked, not written again yet
     first.commit()
     assert "http://a.test/b.html" in first.page("a.test/index.html")
-    first.crawl.context.state.db.sql.close()  # kill -9: no update, no end of run
+    first.crawl.context.store.close()  # kill -9: no update, no end of run
 
     second = begin(crawls(config))
     second.commit()

@@ -35,7 +35,7 @@ from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.downloadermiddlewares.scope import ScopeMiddleware
 from tarantula.meta import HOST, RENDER, URL
 from tarantula.outcomes import RobotsUnavailable
-from tests.helpers.components import PROJECT_SETTINGS, Crawl
+from tests.helpers.components import PROJECT_SETTINGS, Crawl, Crawls
 
 HTML = re.compile(r"\.html$")
 TMP = re.compile(r"\.tmp$")
@@ -167,10 +167,13 @@ def stored(crawl: Crawl, url: str, path: str) -> StoredDocument:
     return doc
 
 
-def recrawl(crawl: Crawl) -> None:
-    """End the run as complete and start the next: a recrawl, in the next generation."""
-    crawl.context.state.end("finished")
-    assert crawl.context.state.begin().kind == "recrawl"
+def recrawl(crawls: Crawls, crawl: Crawl) -> Crawl:
+    """End the run as complete and start the next, a recrawl in the next generation: the crawl of
+    that run."""
+    crawl.context.store.end("finished")
+    again = crawls()
+    assert again.context.store.begin().kind == "recrawl"
+    return again
 
 
 @pytest.mark.parametrize(
@@ -178,9 +181,9 @@ def recrawl(crawl: Crawl) -> None:
 )
 def test_in_a_recrawl_a_stored_document_that_now_redirects_is_removed(crawls, location, followed):
     crawl = crawls()
-    crawl.context.state.begin()
+    crawl.context.store.begin()
     stored(crawl, "http://a.test/old.html", "a.test/old.html")
-    recrawl(crawl)
+    crawl = recrawl(crawls, crawl)
     assert crawl.context.frontier.generation == 2
     middleware = build_from_crawler(RedirectMiddleware, crawl.crawler)
     request = page_request("http://a.test/old.html")
@@ -195,7 +198,7 @@ def test_in_a_recrawl_a_stored_document_that_now_redirects_is_removed(crawls, lo
 
 def test_in_a_first_crawl_a_redirect_removes_nothing(crawls):
     crawl = crawls()
-    assert crawl.context.state.begin().generation == 1
+    assert crawl.context.store.begin().generation == 1
     doc = stored(crawl, "http://a.test/old.html", "a.test/old.html")
     middleware = build_from_crawler(RedirectMiddleware, crawl.crawler)
     request = page_request("http://a.test/old.html")

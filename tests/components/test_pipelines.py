@@ -64,12 +64,12 @@ class Run:
         return item
 
     def end(self, reason: str = "finished") -> None:
-        self.crawl.context.repository.end_run(self.crawl.context.state, reason)
+        self.crawl.context.store.end(reason)
 
 
 def begin(crawl: Crawl) -> Run:
     context = crawl.context
-    context.repository.begin_run(context.state)
+    context.store.begin()
     mirror = build_from_crawler(MirrorPipeline, crawl.crawler)
     index = build_from_crawler(IndexPipeline, crawl.crawler)
     mirror.open_spider(crawl.spider)
@@ -117,7 +117,7 @@ def test_a_document_is_written_to_its_mirror_path_and_indexed(run: Run):
     assert run.crawl.stat("tarantula/index/records") == 1
     # The record reaches index.txt once the state is committed, not before.
     assert run.crawl.context.repository.index.read_text(encoding="utf-8") == ""
-    run.crawl.context.state.commit()
+    run.crawl.context.store.commit()
     (record,) = parse_index(run.crawl.context.repository.index.read_text(encoding="utf-8"))
     assert (record.url, record.title, record.server_date) == (url, "A page", SERVED)
 
@@ -203,7 +203,7 @@ def test_an_unchanged_answer_keeps_the_stored_document(crawls: Crawls):
 
     assert item.status == "unchanged"
     assert run.crawl.context.documents.document(url) == before
-    (generation,) = run.crawl.context.state.db.execute(
+    (generation,) = run.crawl.context.store.db.execute(
         "SELECT generation FROM documents WHERE url = ?", (url,)
     ).fetchone()
     assert generation == 2

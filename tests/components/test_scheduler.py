@@ -27,6 +27,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record, parse_index
 from tarantula.core.urls import url_md5
 from tarantula.scheduler import FrontierScheduler
+from tarantula.store.sqlite import last_run_at
 from tests.helpers.components import PROJECT_SETTINGS, Crawl, Crawls, crawl_config
 
 QUEUED, LEASED, DONE = 0, 1, 2
@@ -119,7 +120,7 @@ def test_open_begins_a_crawl_and_close_ends_it_with_the_index_written(
 
     scheduler.close("finished")
 
-    run = repository.last_run()
+    run = last_run_at(repository.root)
     assert run is not None
     assert (run.kind, run.generation, run.reason) == ("crawl", 1, "finished")
     assert run.ended is not None
@@ -279,7 +280,7 @@ def test_a_redirect_target_acknowledges_its_source(crawls: Crawls, open_schedule
         "http://a.test/old": (DONE, "redirected"),
         "http://a.test/new": (QUEUED, None),
     }
-    (extra,) = crawl.context.state.db.execute(
+    (extra,) = crawl.context.store.db.execute(
         "SELECT extra FROM urls WHERE url = 'http://a.test/new'"
     ).fetchone()
     assert json.loads(extra) == {"redirect_times": 1, "redirect_urls": ["http://a.test/old"]}

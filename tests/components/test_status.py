@@ -33,7 +33,7 @@ class Terminal(io.StringIO):
 @pytest.fixture
 def crawl(crawls: Crawls) -> Crawl:
     crawl = crawls(max_page_number=50)
-    crawl.context.repository.begin_run(crawl.context.state)
+    crawl.context.store.begin()
     return crawl
 
 
@@ -103,13 +103,13 @@ def test_the_eta_follows_the_pace_of_stored_documents_towards_the_limit(crawl: C
 def test_a_recrawl_counts_the_documents_it_checked_again(crawls: Crawls):
     first = crawls()
     context = first.context
-    context.repository.begin_run(context.state)
+    context.store.begin()
     for i in range(4):
         context.documents.store(StoredDocument(f"http://a.test/{i}", f"a.test/{i}.html",
                                                "0" * 32, None, None, "record\n"))  # fmt: skip
-    context.repository.end_run(context.state, "finished")
+    context.store.end("finished")
     again = crawls()  # the same repository: a recrawl (period 0)
-    again.context.repository.begin_run(again.context.state)
+    again.context.store.begin()
     extension = CrawlStatus(again.crawler, again.context, terminal=None, clock=lambda: 0.0)
     extension.opened()
     stats = again.crawler.stats

@@ -361,7 +361,7 @@ def test_it_is_the_highest_enabled_downloader_middleware():
 
 def open_middleware(crawls: Any, **keys: Any) -> tuple[WarcMiddleware, Any]:
     crawl = crawls(warc=True, **keys)
-    crawl.context.repository.begin_run(crawl.context.state)
+    crawl.context.store.begin()
     middleware = build_from_crawler(WarcMiddleware, crawl.crawler)
     middleware.spider_opened(crawl.spider)
     return middleware, crawl
@@ -434,7 +434,7 @@ def test_the_last_file_of_an_interrupted_run_is_checked_for_a_cut_record(
     folder = crawl.context.repository.root / "warc"
     path, _ = whole_file(folder)
     path.write_bytes(path.read_bytes()[:-5])
-    crawl.context.repository.begin_run(crawl.context.state)
+    crawl.context.store.begin()
     middleware = WarcMiddleware(crawl.crawler, crawl.context, 10**9, check_previous=interrupted)
     middleware.spider_opened(crawl.spider)
     middleware.spider_closed(crawl.spider)
@@ -447,8 +447,9 @@ def test_the_last_file_of_an_interrupted_run_is_checked_for_a_cut_record(
 def test_the_run_log_says_whether_the_previous_run_was_interrupted(crawls):
     crawl = crawls(warc=True)
     assert build_from_crawler(WarcMiddleware, crawl.crawler).check_previous  # no run yet
-    state = crawl.context.state
+    state = crawl.context.store
     state.begin()
     assert build_from_crawler(WarcMiddleware, crawl.crawler).check_previous  # no end: killed
     state.end("finished")
-    assert not build_from_crawler(WarcMiddleware, crawl.crawler).check_previous
+    again = crawls(warc=True)
+    assert not build_from_crawler(WarcMiddleware, again.crawler).check_previous

@@ -6,7 +6,9 @@ from __future__ import annotations
 import sqlite3
 
 from tarantula.core.documents import StoredDocument
-from tarantula.core.state import LAST_RUN, CrawlState, Run
+from tarantula.core.state import Run
+from tarantula.store.sqlite import SqliteStore, state_path
+from tarantula.store.sqlite.runs import LAST_RUN
 
 
 def doc(url: str) -> StoredDocument:
@@ -14,7 +16,7 @@ def doc(url: str) -> StoredDocument:
 
 
 def test_page_claims_count_with_stored_documents_up_to_the_limit():
-    with CrawlState(None) as state:
+    with SqliteStore(None) as state:
         documents = state.documents
         documents.store(doc("http://h/stored"))
         assert documents.claim_page("http://h/1", 3)
@@ -32,20 +34,20 @@ def test_page_claims_count_with_stored_documents_up_to_the_limit():
 
 
 def test_a_run_read_from_the_database_has_not_joined_anything(tmp_path):
-    with CrawlState(tmp_path / "state.db") as state:
+    with SqliteStore(tmp_path) as state:
         run = state.begin(now=10.0)
         state.end("finished", now=20.0)
-    row = sqlite3.connect(tmp_path / "state.db").execute(LAST_RUN).fetchone()
+    row = sqlite3.connect(state_path(tmp_path)).execute(LAST_RUN).fetchone()
     assert Run(*row) == Run(run.id, "crawl", 1, 10.0, 20.0, "finished", 10.0, joined=False)
 
 
 def test_the_state_says_whether_it_is_in_memory(tmp_path):
-    with CrawlState(None) as memory, CrawlState(tmp_path / "state.db") as disk:
+    with SqliteStore(None) as memory, SqliteStore(tmp_path) as disk:
         assert (memory.in_memory, disk.in_memory) == (True, False)
 
 
 def test_placed_gives_a_url_s_document_and_a_path_s_owner():
-    with CrawlState(None) as state:
+    with SqliteStore(None) as state:
         documents = state.documents
         stored = doc("http://h/a")
         documents.store(stored)
@@ -54,7 +56,7 @@ def test_placed_gives_a_url_s_document_and_a_path_s_owner():
 
 
 def test_stored_records_the_document_and_acks_its_url():
-    with CrawlState(None) as state:
+    with SqliteStore(None) as state:
         state.begin(now=1.0)
         url = "http://h/a"
         state.frontier.push(url, url, 0)

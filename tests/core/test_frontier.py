@@ -6,13 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tarantula.core.frontier import dfs_key, dfs_path
-from tarantula.core.state import CrawlState
+from tarantula.store.sqlite import SqliteStore, last_run_at
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
 
 def walk(traversal: str, graph: dict[str, list[str]], seeds: list[str]) -> list[str]:
     """Simulate a one-thread crawl: lease a page, push its links, mark it done, repeat."""
-    state = CrawlState(None, traversal)
+    state = SqliteStore(None, traversal)
     state.begin()
     for number, seed in enumerate(seeds):
         state.frontier.push(seed, seed, 0, dfs_key((number,)) if traversal == "dfs" else None)
@@ -51,7 +51,7 @@ def test_orders_match_reference_walks(graph, seeds):
 
 
 def test_handed_out_once_and_requeue_for_a_retry():
-    state = CrawlState(None, "bfs")
+    state = SqliteStore(None, "bfs")
     state.begin()
     assert state.frontier.push("u", "u", 0)
     assert not state.frontier.push("u", "u", 0)
@@ -65,7 +65,7 @@ def test_handed_out_once_and_requeue_for_a_retry():
 
 
 def test_dfs_keeps_the_url_as_first_discovered_when_it_moves_up():
-    state = CrawlState(None, "dfs")
+    state = SqliteStore(None, "dfs")
     state.begin()
     state.frontier.push("http://h/a", "http://h/a", 0, dfs_key((0,)))
     assert state.frontier.push("http://h/x", "http://h/./x", 1, dfs_key((0, 5)))
@@ -77,13 +77,18 @@ def test_dfs_keeps_the_url_as_first_discovered_when_it_moves_up():
     assert (entry.url, entry.original, entry.key) == ("http://h/x", "http://h/./x", dfs_key((0, 1)))
 
 
-def test_period_counts_from_the_crawl_start_across_resumes():
-    state = CrawlState(None, "bfs")
-    state.begin(now=0)
-    state.end("shutdown", now=10)  # interrupted
-    state.begin(now=1000)  # resumed
-    state.end("finished", now=1010)
-    last = state.runs.last()
+def test_period_counts_from_the_crawl_start_across_resumes(tmp_path):
+    def run(start: float, end: float | None = None, reason: str = "finished") -> None:
+        state = SqliteStore(tmp_path, "bfs")
+        state.begin(now=start)
+        if end is not None:
+            state.end(reason, now=end)
+        else:
+            state.close()
+
+    run(0, 10, "shutdown")  # interrupted
+    run(1000, 1010)  # resumed
+    last = last_run_at(tmp_path)
     assert (last.kind, last.started, last.crawl_started, last.complete) == ("resume", 1000, 0, True)
-    state.begin(now=5000)  # a recrawl is a new crawl
-    assert state.runs.last().crawl_started == 5000
+    run(5000)  # a recrawl is a new crawl
+    assert last_run_at(tmp_path).crawl_started == 5000

@@ -31,7 +31,7 @@ from tarantula.core.report import (
     render_html,
     timeline,
 )
-from tarantula.core.state import CrawlState
+from tarantula.store.sqlite import SqliteStore, state_path
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -49,10 +49,11 @@ def record(url: str, doc_type: str) -> str:
     return format_record(IndexRecord("0" * 32, url, url, "T", "utf-8", doc_type, None, None))
 
 
-def build_state(path: Path) -> None:
-    """A crawl state of two runs: a.test has a seed, two pages, a PDF, a 404 and a duplicate;
-    b.test a page and a URL still queued; one URL was in flight when the second run stopped."""
-    state = CrawlState(path)
+def build_state(root: Path) -> Path:
+    """The crawl state of repository ``root`` (its path is returned) of two runs: a.test has a
+    seed, two pages, a PDF, a 404 and a duplicate; b.test a page and a URL still queued; one URL
+    was in flight when the second run stopped."""
+    state = SqliteStore(root)
     state.begin(now=100.0)
     done = {
         "http://a.test/": (0, "stored", "html"),
@@ -82,15 +83,15 @@ def build_state(path: Path) -> None:
         elif entry.url.endswith("/later"):
             state.db.execute("UPDATE urls SET state = 0 WHERE url = ?", (entry.url,))
     state.end("shutdown", now=110.0)
+    state = SqliteStore(root)
     state.begin(now=200.0)  # a resume: the leased URL goes back to the queue ...
     state.db.execute("UPDATE urls SET state = 1 WHERE url = 'http://a.test/flying'")  # ... and out
     state.end("closespider_timeout", now=205.0)
-    state.close()
+    return state_path(root)
 
 
 def test_the_state_gives_types_pages_outcomes_depths_duplicates_and_seeds(tmp_path):
-    path = tmp_path / "state.db"
-    build_state(path)
+    path = build_state(tmp_path)
     conf = config(tmp_path, "http://a.test/", "http://nowhere.test/", "mailto:x")
     state = read_state(path, conf)
     assert [(r.kind, r.reason) for r in state.runs] == [
@@ -130,8 +131,7 @@ def test_no_state_gives_an_empty_report(tmp_path):
 
 
 def test_a_report_sums_the_runs_that_left_figures_and_names_the_others(tmp_path):
-    path = tmp_path / "state.db"
-    build_state(path)
+    path = build_state(tmp_path)
     state = read_state(path, config(tmp_path))
     first = RunFigures(fetched=5, statuses={"200": 4, "404": 1}, filtered={"scope": 3},
                        hosts={"a.test": HostFigures(5, 5, 500, 0, 0.5, 1.0)})  # fmt: skip
@@ -320,8 +320,7 @@ class Tags(HTMLParser):
 
 
 def test_the_page_is_self_contained_and_escapes_what_came_from_the_web(tmp_path):
-    path = tmp_path / "state.db"
-    build_state(path)
+    path = build_state(tmp_path)
     evil = "http://a.test/<script>alert(1)</script>"
     conf = config(tmp_path, "http://a.test/", max_page_number=10)
     state = read_state(path, conf)

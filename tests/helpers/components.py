@@ -51,7 +51,7 @@ class Crawl:
 
     def urls(self) -> dict[str, tuple[int, str | None]]:
         """Every URL of the frontier with its state (0 queued, 1 leased, 2 done) and outcome."""
-        rows = self.context.state.db.execute("SELECT url, state, outcome FROM urls")
+        rows = self.context.store.db.execute("SELECT url, state, outcome FROM urls")
         return {url: (state, outcome) for url, state, outcome in rows}
 
 
@@ -78,7 +78,7 @@ class Crawls:
 
     def close(self) -> None:
         for crawl in self.made:
-            crawl.context.state.db.sql.close()  # a no-op when the run closed it already
+            crawl.context.store.close()  # a no-op when the run closed it already
 
 
 SERVED = "Mon, 05 Jan 2026 10:00:00 GMT"

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tarantula.core.config import load_config
-from tarantula.core.repository import Repository
+from tarantula.core.repository import Repository, recrawl_pending
 from tarantula.demo.__main__ import DEMO_CONF, again_command, main, site_port
+from tarantula.store import last_run
 from tests.helpers.crawls import PROJECT
 
 pytestmark = pytest.mark.e2e
@@ -51,18 +52,18 @@ def test_the_second_demo_says_when_the_recrawl_is_due_and_how_to_crawl_again(tmp
     repository = Repository(config.repository)
     first = demo(sys.executable, "-m", "tarantula.demo", "run", "--conf", str(conf))
     assert "Serving the demo site" in first.stdout
-    last = repository.last_run()
+    last = last_run(config)
     assert last is not None and last.complete and last.kind == "crawl"
 
     second = demo(sys.executable, "-m", "tarantula.demo", "run", "--conf", str(conf))
-    waiting = repository.next_recrawl(config.period)
+    waiting = recrawl_pending(last_run(config), config.period)
     assert waiting is not None
     due = datetime.fromtimestamp(waiting[1]).astimezone().isoformat(timespec="seconds")
     assert f"The crawl in {config.repository} is complete" in second.stdout
     assert f"the next recrawl is due at {due}" in second.stdout
     assert f"make demo-again DEMO_CONF={conf}" in second.stdout
     assert "Serving the demo site" not in second.stdout  # nothing to fetch, nothing served
-    assert repository.last_run() == last
+    assert last_run(config) == last
 
     # The command the message names, through make as a user types it (the venv taken as built).
     marker = config.repository / "left-from-before.txt"
@@ -71,7 +72,7 @@ def test_the_second_demo_says_when_the_recrawl_is_due_and_how_to_crawl_again(tmp
                  "demo-again")  # fmt: skip
     assert "Serving the demo site" in again.stdout
     assert not marker.exists()
-    fresh = repository.last_run()
+    fresh = last_run(config)
     assert fresh is not None and fresh.complete and fresh.kind == "crawl" and fresh.id == 1
     assert fresh.started > last.started
     assert repository.index.read_text(encoding="utf-8").count("\n") > 20

@@ -14,7 +14,8 @@ import pytest
 import scrapy
 
 from tarantula.core.config import load_config
-from tarantula.core.repository import RESUME_PAUSE, Repository
+from tarantula.core.repository import RESUME_PAUSE
+from tarantula.store import last_run
 from tests.helpers.crawls import run_crawl, start_watch, write_conf
 from tests.helpers.treesite import tree_site
 
@@ -130,7 +131,7 @@ def test_watch_resumes_a_run_stopped_at_its_time_limit_when_the_next_period_is_d
         lines = output_lines(watcher)
         line = next_line_starting(lines, "Next crawl at ")
         fetched = len(web.requests)
-        last = Repository(load_config(conf).repository).last_run()
+        last = last_run(load_config(conf))
         assert last is not None and last.reason == "closespider_timeout"
         assert 0 < len(web.targets("a.test")) < 100  # stopped by the time limit
         # Due a period after the crawl's start (printed to the second), not in RESUME_PAUSE.
@@ -147,5 +148,5 @@ def test_watch_resumes_a_run_stopped_at_its_time_limit_when_the_next_period_is_d
         output, _ = watcher.communicate(timeout=60)
     assert watcher.returncode == 0, output
     assert "Traceback" not in output
-    runs = Repository(load_config(conf).repository).last_run()
+    runs = last_run(load_config(conf))
     assert runs is not None and runs.id == 1  # no second run was started

@@ -15,9 +15,8 @@ import pytest
 from tarantula.commands.crawl import recrawl_wait
 from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
-from tarantula.core.repository import Repository
-from tarantula.core.state import CrawlState
 from tarantula.demo.server import Resource, SiteServer
+from tarantula.store.sqlite import SqliteStore
 from tests.helpers.crawls import (
     run_crawl,
     start_crawl,
@@ -294,11 +293,11 @@ def test_watch_stops_the_running_crawl_gracefully(web, tmp_path, signum):
 def test_the_period_counts_from_the_start_of_a_resumed_crawl(tmp_path):
     conf = write_conf(tmp_path, ["http://a.test/"], period=1)
     config = load_config(conf)
-    state = CrawlState(Repository(config.repository).state_path)
-    state.begin(now=0)
-    state.end("shutdown", now=600)  # Ctrl-C after 10 minutes
-    state.begin(now=1800)  # resumed half an hour later, finished
-    state.end("finished", now=2000)
-    state.close()
+    first = SqliteStore(config.repository)
+    first.begin(now=0)
+    first.end("shutdown", now=600)  # Ctrl-C after 10 minutes
+    second = SqliteStore(config.repository)
+    second.begin(now=1800)  # resumed half an hour later, finished
+    second.end("finished", now=2000)
     assert recrawl_wait(config, now=3599) is not None  # due an hour after the crawl began
     assert recrawl_wait(config, now=3600) is None  # not an hour after the resume

@@ -19,13 +19,13 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import parse_index
 from tarantula.core.layout import OWN_NAMES
 from tarantula.demo.server import RequestRecord, Resource
-from tarantula.frontiers.redis_state import (
+from tarantula.store.redis.shared import crawl_id, key_prefix
+from tarantula.store.redis.state import (
     RedisDocumentStore,
     RedisRunLog,
     Workers,
     folder_id_of,
 )
-from tarantula.frontiers.shared import crawl_id, key_prefix
 from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisServer, free_port
 from tests.helpers.shared import finish, link_lines, shared_conf, start_worker

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.politeness import Politeness
-from tarantula.core.state import CrawlState
-from tarantula.frontiers.redis import Lease, RedisFrontier, order_member, url_id
+from tarantula.store.redis.frontier import Lease, RedisFrontier, order_member, url_id
+from tarantula.store.sqlite import SqliteStore
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
 pytestmark = pytest.mark.redis
@@ -118,7 +118,7 @@ def test_orders_match_one_process_over_several_hosts(redis_client, graph, seeds,
     graph = on_hosts({p: graph.get(p, []) for p in "abcdefghij"}, hosts)
     seeds = [url(i % hosts, p) for i, p in enumerate(sorted("abcdefghij")) if p in seeds]
     for traversal, reference in (("bfs", bfs), ("dfs", recursive_dfs)):
-        state = CrawlState(None, traversal)
+        state = SqliteStore(None, traversal)
         state.begin()
         one_process = walk(state.frontier, traversal, graph, seeds)
         state.close()
@@ -314,7 +314,7 @@ def test_an_expired_lease_is_reaped_by_another_worker(redis_client):
 
 
 def url_id_of(u: str) -> bytes:
-    from tarantula.frontiers.redis import url_id
+    from tarantula.store.redis.frontier import url_id
 
     return url_id(u)[0]
 
@@ -351,7 +351,7 @@ def test_extend_keeps_a_long_rendering_leased(redis_client):
 KILLED_WORKER = """
 import sys
 import redis
-from tarantula.frontiers.redis import RedisFrontier
+from tarantula.store.redis.frontier import RedisFrontier
 
 frontier = RedisFrontier(redis.Redis(port=int(sys.argv[1])), "c", "bfs", 1.0, delay=0.0,
                          concurrency=1, worker="doomed")
@@ -458,7 +458,7 @@ def check_invariants(client: Any, frontier: RedisFrontier, concurrency: int) -> 
     """What every script keeps true: counters match the structures, every record is in exactly
     one place, and a host with queued URLs and a free slot is in `heads` (with its real head) or
     in `wait`, never in both."""
-    from tarantula.frontiers.redis import Record
+    from tarantula.store.redis.frontier import Record
 
     p = frontier.prefix
     records = {h8: Record.decode(raw, frontier.dfs) for h8, raw in client.hgetall(p + "u").items()}

@@ -20,9 +20,9 @@ import pytest
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import folder_id_of, read_folder_id
-from tarantula.frontiers import redis_state
-from tarantula.frontiers.redis import url_id
-from tarantula.frontiers.redis_state import (
+from tarantula.store.redis import state as redis_state
+from tarantula.store.redis.frontier import url_id
+from tarantula.store.redis.state import (
     RedisDocumentStore,
     RedisRunLog,
     RedisState,
@@ -534,7 +534,7 @@ def test_the_end_of_a_run_logs_its_dead_letters(redis_client, caplog):
         assert time.monotonic() < deadline, "no dead letter"
         a.frontier.lease()
         time.sleep(0.05)
-    with caplog.at_level("WARNING", logger="tarantula.frontiers.redis_state"):
+    with caplog.at_level("WARNING", logger="tarantula.store.redis.state"):
         a.end("finished")
     assert f"1 URLs were given up after 3 expired leases each: {u}" in caplog.text
     a.close()

@@ -1,5 +1,5 @@
 """Politeness across the workers of a shared crawl (SPEC 9), against a real ``redis-server``: two
-:class:`~tarantula.frontiers.shared.SharedPoliteness` objects on one crawl stand for two workers,
+:class:`~tarantula.store.redis.shared.SharedPoliteness` objects on one crawl stand for two workers,
 each starting its requests the way the politeness middleware does (ask, wait, ask again)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tarantula.frontiers.redis_state import RedisState
-from tarantula.frontiers.shared import SharedPoliteness
+from tarantula.store.redis.shared import SharedPoliteness
+from tarantula.store.redis.state import RedisState
 
 pytestmark = pytest.mark.redis
 

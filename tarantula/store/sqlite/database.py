@@ -1,8 +1,8 @@
 """The crawl's database: one SQLite file in WAL mode under ``<repository>/.tarantula/``.
 
-The frontier (:mod:`tarantula.core.frontier`), the document store
-(:mod:`tarantula.core.documents`) and the run log (:mod:`tarantula.core.state`) keep their tables
-here and share one connection and one open transaction, which :meth:`StateDB.commit` ends; the
+The frontier (:mod:`tarantula.store.sqlite.frontier`), the document store
+(:mod:`tarantula.store.sqlite.documents`) and the run log (:mod:`tarantula.store.sqlite.runs`)
+keep their tables here and share one connection and one open transaction, which :meth:`StateDB.commit` ends; the
 crawl commits at least every second. A crash therefore loses at most the last second of work and
 never half a step: a URL leaves the frontier in the same transaction that records its document.
 
@@ -12,8 +12,6 @@ counters saved) and after it (records appended to the index, which never runs ah
 
 from __future__ import annotations
 
-import ctypes
-import os
 import sqlite3
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -66,6 +64,7 @@ class StateDB:
                 self.sql.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         self.sql.execute("BEGIN")
         self._dirty = False
+        self.closed = False
         self._before: list[Hook] = []
         self._after: list[Hook] = []
 
@@ -101,54 +100,10 @@ class StateDB:
             self.commit()
 
     def close(self) -> None:
+        """Commit and close (again: nothing)."""
+        if self.closed:
+            return
         self.commit()
         self.sql.execute("COMMIT")
         self.sql.close()
-
-
-def append_lines(path: Path | None, lines: list[str]) -> None:
-    """Append ``lines`` to ``path`` in one write and clear them.
-
-    One write per batch: a kill leaves the batch whole or absent (short of the kill landing inside
-    the system call of a batch that spans memory pages; the next run rewrites the file from the
-    state in any case).
-    """
-    if not lines or path is None:
-        return
-    data = "".join(lines).encode("utf-8")
-    lines.clear()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-    try:
-        while data:
-            data = data[os.write(fd, data) :]
-    finally:
-        os.close(fd)
-
-
-def write_lines(path: Path, lines: Iterable[str]) -> int:
-    """Replace ``path`` atomically with ``lines``; returns how many."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one per writing process
-    count = 0
-    with open(temporary, "w", encoding="utf-8", newline="\n") as out:
-        for line in lines:
-            out.write(line)
-            count += 1
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temporary, path)
-    return count
-
-
-def sync_filesystem(folder: Path) -> None:
-    """Flush the file system that holds ``folder`` to disk (Linux ``syncfs``; ``sync`` elsewhere)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            if libc.syncfs(fd) == 0:
-                return
-        finally:
-            os.close(fd)
-    except (OSError, AttributeError):
-        pass
-    os.sync()
+        self.closed = True

@@ -73,7 +73,7 @@ Steps
   handed back with the worker's others); a worker holds ``ahead`` of them at most, uses them in
   the order they were taken, each within a quarter of the lease timeout, and gives back one that
   waited longer. Starts stay spaced across workers by the politeness reservation made when the
-  request goes on the wire (:class:`~tarantula.frontiers.shared.SharedPoliteness`), not by when
+  request goes on the wire (:class:`~tarantula.store.redis.shared.SharedPoliteness`), not by when
   its lease was taken.
 - An expired lease goes back to its place in its host's queue (its old key: the head of the
   queue unless a smaller key arrived since) with one more attempt; the third expiry dead-letters
@@ -113,7 +113,7 @@ from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
 if TYPE_CHECKING:
     from redis import Redis
 
-    from tarantula.core.frontier import Frontier
+    from tarantula.store import Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -700,7 +700,7 @@ def send(client: Redis, batch: Batch) -> list[Any]:
     once every reply is read.
 
     On a client with a connection of its own (``single_connection_client``, as
-    :func:`~tarantula.frontiers.shared.connect` makes) the commands go straight down that
+    :func:`~tarantula.store.redis.shared.connect` makes) the commands go straight down that
     connection with its retry policy; a redis-py pipeline would check a connection out of the pool
     and back, which costs about as much CPU as a second round trip. They are packed by hiredis at
     once, and each reply is read from the connection without the client's reply callbacks (a

@@ -1,9 +1,9 @@
 """The rest of a crawl's shared state on a Redis server (SPEC 9): the live workers, the run log and
-the document store, beside the frontier of :mod:`tarantula.frontiers.redis`.
+the document store, beside the frontier of :mod:`tarantula.store.redis.frontier`.
 
-:class:`RedisState` is :class:`~tarantula.core.state.CrawlState` for a worker of a crawl shared
+:class:`RedisState` is the :class:`~tarantula.store.CrawlStore` of a worker of a crawl shared
 through Redis: :class:`Workers` (who is alive), :class:`RedisRunLog` (fresh crawl, join, resume
-or recrawl, and how each run ended), :class:`~tarantula.frontiers.redis.RedisFrontier` and
+or recrawl, and how each run ended), :class:`~tarantula.store.redis.frontier.RedisFrontier` and
 :class:`RedisDocumentStore` (stored documents, content and page claims, duplicates). Every step
 that two workers could race on is one Lua script, and times are the server's
 (``redis.call('TIME')``), never a worker's clock.
@@ -60,14 +60,14 @@ with its own reason.
 Documents
 ---------
 A stored document's record is written to Redis at once. Its index line is appended to the
-worker's ``index.txt`` after the next commit of the worker's :class:`StateDB` (a hook, as in
-:class:`~tarantula.core.documents.DocumentStore`), and only when the store created the record in
+worker's ``index.txt`` after the worker's next commit (a hook, as in one process: see
+:mod:`tarantula.store.outputs`), and only when the store created the record in
 this generation: a URL stored again (its worker was killed after storing it, before its lease was
 acknowledged, and another worker fetched it again) replaces the record but gets no second line.
 A record belongs to the folder holding its current copy: a store that wrote no file (same
 content, same path) leaves the record with the folder that has the file. Workers sharing a
 folder (same ``.tarantula/folder-id``, :func:`folder_id_of`) write one ``index.txt``; workers with
-folders of their own each write their part. :meth:`RedisDocumentStore.rewrite_outputs` writes a
+folders of their own each write their part. :meth:`~tarantula.store.outputs.OutputFiles.rewrite_outputs` writes a
 folder's ``index.txt`` and ``duplicates.tsv`` from Redis, in store order: it reads the folder's
 ``idx:`` zset a page at a time by score, so no command reads a big store whole and the worker
 sorts nothing (a scan of ``docs`` would visit every folder's records, in no order). ``scrapy
@@ -91,11 +91,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from tarantula.core.database import StateDB, write_lines
-from tarantula.core.documents import OutputFiles, StoredDocument
+from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import folder_id_of
 from tarantula.core.state import COMPLETE, Run
-from tarantula.frontiers.redis import LUA_TIME, Batch, RedisFrontier, Scripts, send, url_id
+from tarantula.store.outputs import CommitHooks, OutputFiles, close_outputs, ready_outputs
+from tarantula.store.redis.frontier import LUA_TIME, Batch, RedisFrontier, Scripts, send, url_id
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -557,19 +557,19 @@ def _stored(url: str, data: dict[str, Any]) -> StoredDocument:
 
 
 class RedisDocumentStore(OutputFiles):
-    """The :class:`~tarantula.core.documents.DocumentStore` of a shared crawl (see the module's
+    """The :class:`~tarantula.store.DocumentStore` of a shared crawl (see the module's
     docstring), for a worker of repository folder ``folder_id``.
 
     ``db`` hosts the commit hooks (mirror files synced before a commit, index and duplicate lines
     appended after it); Redis itself is written at once. ``worker`` names the claims this worker
     makes (default: none, which a live-worker check never finds). With ``frontier`` (the worker's),
     a content claim for a page that will be stored also takes a lease ahead under bfs
-    (:meth:`~tarantula.frontiers.redis.RedisFrontier.add_lease_ahead`), in the same round trip.
+    (:meth:`~tarantula.store.redis.frontier.RedisFrontier.add_lease_ahead`), in the same round trip.
     """
 
-    def __init__(self, client: Redis, prefix: str, folder_id: str, db: StateDB | None = None,
+    def __init__(self, client: Redis, prefix: str, folder_id: str, db: CommitHooks | None = None,
                  *, worker: str = "", frontier: RedisFrontier | None = None) -> None:  # fmt: skip
-        super().__init__(StateDB(None) if db is None else db)
+        super().__init__(CommitHooks() if db is None else db)
         self.client = client
         self.prefix = prefix
         self.folder_id = folder_id
@@ -806,37 +806,28 @@ class RedisDocumentStore(OutputFiles):
                 self.client.zrem(self.prefix + f"dupidx:{self.folder_id}", *page)
             moved += count
 
-    def rewrite_outputs(self) -> int:
-        """Write this folder's index.txt and duplicates.tsv from Redis, atomically; returns the
-        record count. Only safe while no other worker appends to the same files."""
-        count = 0
-        if self.index_path is not None:
-            count = write_lines(self.index_path, self.records())
-        if self.duplicates_path is not None:
-            lines = (f"{url}\t{original}\n" for url, original in self.duplicates())
-            write_lines(self.duplicates_path, lines)
-        return count
-
 
 # -- the state ------------------------------------------------------------------------------------
 
 
 class RedisState:
-    """The :class:`~tarantula.core.state.CrawlState` of one worker of crawl ``crawl_id`` shared
-    through Redis, its mirror in ``folder`` (None: a folder of its own, with no files).
+    """The :class:`~tarantula.store.CrawlStore` of one worker of crawl ``crawl_id`` shared through
+    Redis, its mirror in ``folder`` (None: a folder of its own, with no files).
 
-    ``db`` is an in-memory :class:`~tarantula.core.database.StateDB` that only hosts the commit
-    hooks: Redis writes are immediate, and :meth:`commit` syncs the mirror files and appends the
-    index lines. ``worker_ttl`` is how long the worker stays live after a heartbeat: :meth:`begin`
-    makes the first, :meth:`tick` (the crawl's periodic call) the next ones. ``frontier_options``
-    go to :class:`~tarantula.frontiers.redis.RedisFrontier`.
+    ``db`` only hosts the commit hooks (:class:`~tarantula.store.outputs.CommitHooks`): Redis
+    writes are immediate, and :meth:`commit` syncs the mirror files and appends the index lines.
+    ``worker_ttl`` is how long the worker stays live after a heartbeat: :meth:`begin` makes the
+    first, :meth:`tick` (the crawl's periodic call) the next ones. ``frontier_options`` go to
+    :class:`~tarantula.store.redis.frontier.RedisFrontier`.
     """
 
     def __init__(self, client: Redis, crawl_id: str, folder: Path | None, traversal: str = "bfs",
                  *, worker: str | None = None, lease_timeout: float = 60.0, delay: float = 1.0,
                  concurrency: int = 1, worker_ttl: float = WORKER_TTL,
                  **frontier_options: Any) -> None:  # fmt: skip
-        self.db = StateDB(None)
+        self.db = CommitHooks()
+        self.root = folder
+        self.local = None  # a worker keeps no database of its own
         self.frontier = RedisFrontier(
             client, crawl_id, traversal, lease_timeout, delay=delay, concurrency=concurrency,
             worker=worker, **frontier_options,
@@ -850,6 +841,7 @@ class RedisState:
             client, prefix, folder_id, self.db, worker=self.frontier.worker, frontier=self.frontier
         )
         self.client = client
+        self.worker = self.frontier.worker
         self._closed = False
         self._next_beat = 0.0  # on time.monotonic(): when tick beats next
 
@@ -883,6 +875,8 @@ class RedisState:
             self.frontier.begin(run.kind, run.generation)
         self.documents.generation = run.generation
         self.db.commit()
+        if self.root is not None:
+            ready_outputs(self.documents, run, self.root)
         return run
 
     def _prepare_recrawl(self, generation: int) -> None:
@@ -896,10 +890,20 @@ class RedisState:
     def end(self, reason: str, now: float | None = None) -> None:
         """End this worker's part of the run (:meth:`RedisRunLog.end`), its files committed first;
         URLs given up after expired leases (dead letters) are logged, and how many of this
-        worker's links another worker had queued first (counted by the scheduler as enqueued)."""
+        worker's links another worker had queued first (counted by the scheduler as enqueued).
+        The last live worker then rewrites its folder's index.txt and duplicates.tsv from Redis
+        in a recrawl (no other worker appends to them any more; that also restores the lines of
+        a worker killed between storing a document and appending its line), and the store is
+        closed."""
         self.frontier.flush()
         self.db.commit()
         self.runs.end(reason, now)
+        self._log_end()
+        if self.root is not None:
+            close_outputs(self.documents, rewrite=not self.workers.live())
+        self.close()
+
+    def _log_end(self) -> None:
         if self.frontier.refused:
             logger.info("%d links were queued by other workers first", self.frontier.refused)
         dead = self.frontier.dead_letters()
@@ -914,7 +918,7 @@ class RedisState:
         """A document is stored: its record goes to the document store, and its URL is done, in
         one round trip (two scripts, each atomic, in this order, after the links' pushes held
         until now). A lease is taken ahead in the same round trip, after them, unless the worker
-        holds as many as it may (:meth:`~tarantula.frontiers.redis.RedisFrontier.add_lease_ahead`)."""
+        holds as many as it may (:meth:`~tarantula.store.redis.frontier.RedisFrontier.add_lease_ahead`)."""
         frontier = self.frontier
         pushes = frontier.take_pushes()
 
@@ -929,13 +933,6 @@ class RedisState:
 
     def commit(self) -> None:
         self.db.commit()
-
-    def rewrite_at_end(self) -> bool:
-        """Whether this worker, its part of the run ended, rewrites its folder's index.txt and
-        duplicates.tsv from Redis: when no other worker is live, so none appends to them any
-        more. That also restores the lines of a worker killed between storing a document and
-        appending its line."""
-        return not self.workers.live()
 
     def tick(self) -> None:
         """The crawl's periodic call (every second or so): commit what changed, and beat the
@@ -954,7 +951,6 @@ class RedisState:
         self.db.commit()
         self.frontier.return_leases()
         self.workers.leave()
-        self.db.close()
 
     def __enter__(self) -> RedisState:
         return self
