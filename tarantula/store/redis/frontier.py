@@ -113,7 +113,7 @@ from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
 if TYPE_CHECKING:
     from redis import Redis
 
-    from tarantula.store import Frontier
+    from tarantula.store.contract import Frontier
 
 logger = logging.getLogger(__name__)
 

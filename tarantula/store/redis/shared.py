@@ -32,7 +32,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.facts import Met
 from tarantula.core.layout import FOLDER_ID_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.politeness import Politeness
-from tarantula.store import StoreUnavailable
+from tarantula.store.contract import StoreUnavailable
 
 if TYPE_CHECKING:
     from pathlib import Path
