@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from tarantula.core.config import CrawlConfig
-    from tarantula.store.redis.state import RedisDocumentStore
+    from tarantula.store.redis.documents import RedisDocumentStore
 
 #: How a file came to be in the repository.
 LINKED, COPIED, IN_PLACE = "linked", "copied", "in place"
@@ -187,7 +187,8 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     """Merge ``folders`` (folder, folder id) of the crawl under ``prefix`` into the repository
     ``target`` (see the module's docstring); yields one line per record not merged (its copy is
     missing or could not be placed), which stays with its folder."""
-    from tarantula.store.redis.state import RedisDocumentStore, last_run
+    from tarantula.store.redis.documents import RedisDocumentStore
+    from tarantula.store.redis.runs import last_run
 
     last = last_run(client, prefix)
     target.mkdir(parents=True, exist_ok=True)
@@ -318,7 +319,7 @@ def _ends_with_newline(path: Path) -> bool:
 def open_crawl(config: CrawlConfig) -> tuple[Redis, str]:
     """A client of ``config``'s Redis and the prefix of its crawl's keys; :class:`MergeError` when
     there is no crawl of it there or workers are at work on it."""
-    from tarantula.store.redis.state import Workers, last_run
+    from tarantula.store.redis.runs import Workers, last_run
 
     crawl = crawl_id(config)
     prefix = key_prefix(crawl)

@@ -17,15 +17,11 @@ from tarantula.commands.verify import verify
 from tarantula.core.config import CrawlConfig, load_config
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import parse_index
-from tarantula.core.layout import OWN_NAMES
+from tarantula.core.layout import OWN_NAMES, folder_id_of
 from tarantula.demo.server import RequestRecord, Resource
+from tarantula.store.redis.documents import RedisDocumentStore
+from tarantula.store.redis.runs import RedisRunLog, Workers
 from tarantula.store.redis.shared import crawl_id, key_prefix
-from tarantula.store.redis.state import (
-    RedisDocumentStore,
-    RedisRunLog,
-    Workers,
-    folder_id_of,
-)
 from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisServer, free_port
 from tests.helpers.shared import finish, link_lines, shared_conf, start_worker

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.politeness import Politeness
-from tarantula.store.redis.frontier import Lease, RedisFrontier, order_member, url_id
+from tarantula.store.redis.codec import Lease, order_member, url_id
+from tarantula.store.redis.frontier import RedisFrontier
 from tarantula.store.sqlite import SqliteStore
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
@@ -314,7 +315,7 @@ def test_an_expired_lease_is_reaped_by_another_worker(redis_client):
 
 
 def url_id_of(u: str) -> bytes:
-    from tarantula.store.redis.frontier import url_id
+    from tarantula.store.redis.codec import url_id
 
     return url_id(u)[0]
 
@@ -458,7 +459,7 @@ def check_invariants(client: Any, frontier: RedisFrontier, concurrency: int) -> 
     """What every script keeps true: counters match the structures, every record is in exactly
     one place, and a host with queued URLs and a free slot is in `heads` (with its real head) or
     in `wait`, never in both."""
-    from tarantula.store.redis.frontier import Record
+    from tarantula.store.redis.codec import Record
 
     p = frontier.prefix
     records = {h8: Record.decode(raw, frontier.dfs) for h8, raw in client.hgetall(p + "u").items()}

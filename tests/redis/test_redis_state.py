@@ -20,15 +20,11 @@ import pytest
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import folder_id_of, read_folder_id
-from tarantula.store.redis import state as redis_state
-from tarantula.store.redis.frontier import url_id
-from tarantula.store.redis.state import (
-    RedisDocumentStore,
-    RedisRunLog,
-    RedisState,
-    Workers,
-    last_run,
-)
+from tarantula.store.redis import documents as redis_documents
+from tarantula.store.redis.codec import url_id
+from tarantula.store.redis.documents import RedisDocumentStore
+from tarantula.store.redis.runs import RedisRunLog, Workers, last_run
+from tarantula.store.redis.state import RedisState
 
 pytestmark = pytest.mark.redis
 
@@ -215,8 +211,8 @@ def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, mon
     held = doc("http://h.test/held", md5="m0")
     a.store(held)
     asked: list[int] = []  # the mirror's own round trips, counted around the real ones
-    real_send = redis_state.send
-    monkeypatch.setattr(redis_state, "send", lambda *args: asked.append(1) or real_send(*args))
+    real_send = redis_documents.send
+    monkeypatch.setattr(redis_documents, "send", lambda *args: asked.append(1) or real_send(*args))
     # Asked with the claim: the URL's record and the path's owner come back in its round trip.
     assert a.claim_content("m1", "http://h.test/x", path="h.test/x.html") is None
     assert a.claim_content("m2", "http://h.test/y", path=held.path) is None

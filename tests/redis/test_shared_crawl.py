@@ -16,9 +16,9 @@ import pytest
 from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
 from tarantula.demo.server import RequestRecord, Resource, SiteServer
-from tarantula.store.redis.frontier import url_id
+from tarantula.store.redis.codec import url_id
+from tarantula.store.redis.runs import Workers
 from tarantula.store.redis.shared import crawl_id, key_prefix
-from tarantula.store.redis.state import Workers
 from tests.helpers.crawls import max_in_flight, run_crawl, wait_for, write_conf
 from tests.helpers.redis_server import RedisServer, free_port
 from tests.helpers.shared import finish, link_lines, shared_conf, start_worker

@@ -1,119 +1,41 @@
 """The frontier of a crawl shared by several workers, on a Redis server (SPEC 9).
 
-:class:`RedisFrontier` implements :class:`tarantula.core.frontier.Frontier` for workers on one or
+:class:`RedisFrontier` keeps the :class:`tarantula.store.Frontier` contract for workers on one or
 many machines: the queues, the seen-set, the per-host politeness gate, the leases and the page
-budget live in Redis, and every step that reads and changes them is one Lua script, so two
-workers never see a half-done step. Times are the server's (``redis.call('TIME')``), never a
-worker's clock.
-
-Keys
-----
-Every key of one crawl starts with ``tarantula:{<crawl-id>}:``. The braces are a hash tag: every
-key of the crawl lives in one Redis Cluster slot, so each script runs on one node. The scripts
-are given the fixed keys; per-host queues and seen-set buckets are named inside the scripts from
-the same prefix, which is allowed there because they share the slot of the declared keys.
-
-=================  =====  ========================================================================
-key                type   content
-=================  =====  ========================================================================
-``conf``           hash   traversal, seen-set buckets (fixed for the crawl); delay, concurrency,
-                          lease-timeout, budget, max-attempts (the latest worker's); generation
-``n``              hash   counters: ``queued``, ``leased``, ``charged`` (budget spent),
-                          ``arrival`` (bfs discovery order), ``reaped``
-``outcome``        hash   outcome -> URLs acknowledged with it (``dead-letter``, ``host-dropped``)
-``s:<bucket>``     set    the seen-set: 64-bit URL hashes as integers, split into buckets so that
-                          each stays a Redis *intset* (8 bytes a URL)
-``u``              hash   8-byte URL hash -> record, for queued and leased URLs only
-``q:<host>``       zset   the host's queued URLs: score 0, member = order key + URL hash, so
-                          the smallest member is the next URL in crawl order
-``next``           hash   host -> the earliest server time of its next request (every host)
-``wait``           zset   host -> that time: hosts with queued URLs and a free slot, not yet due
-``heads``          zset   score 0, member = the host's smallest queue member + host: hosts with
-                          queued URLs and a free slot that are due; the smallest is leased from
-``inflight``       hash   host -> leases out
-``leases``         zset   URL hash -> lease deadline (server time)
-``owner``          hash   URL hash -> the worker holding the lease
-``dead``           hash   URL hash -> record of a dead-lettered URL
-``dropped``        set    hosts dropped from the crawl
-=================  =====  ========================================================================
-
-A host with queued URLs is in ``heads`` or ``wait`` while it has a free slot, in neither while
-its concurrency is used up (an ack, a requeue or an expired lease puts it back). So a lease is
-Mercator's choice, as :class:`~tarantula.core.frontier.SqliteFrontier` makes it: among the hosts
-that may be contacted now, the one whose next URL comes first in crawl order. With one host, or
-no delay, that is the exact bfs or dfs order.
-
-Order keys are the single-process ones (:func:`~tarantula.core.frontier.bfs_key`,
-:func:`~tarantula.core.frontier.dfs_key`), made prefix-free so that the URL hash (and, in
-``heads``, the host) can follow them without changing the order: bfs keys have a fixed length;
-a dfs path is written as ``0x01`` + 4 bytes per link position, then ``0x00``, so a page sorts
-before its links.
-
-A record is ``state``, ``attempts``, ``charged`` (one byte each), ``depth`` (4 bytes), host and
-queue member (2-byte lengths), then URL, original URL and extra (4-byte lengths; an empty
-original means the URL itself, an empty extra means none).
-
-Steps
------
-- :meth:`~RedisFrontier.push`: seen-set add, record, host queue, host placement, in one script;
-  under dfs a rediscovery with a smaller key moves a still-queued URL up (a decrease-key).
-- :meth:`~RedisFrontier.lease`: reap expired leases, move the hosts whose time has come into
-  ``heads``, take the smallest head; check the page budget; move its URL into a lease with a
-  deadline; count the host's slot; set its next contact time to now + delay.
-- :meth:`~RedisFrontier.ack`: the outcome is counted, the record deleted, the lease removed and
-  the host's slot freed. **The slot is freed by ack** (or by a requeue of the leased URL, or by
-  the lease's expiry), not by :meth:`~RedisFrontier.release`, which does nothing: ``release``
-  names a host, not a URL, so with several leases of a host out it cannot say which one ended.
-  A slot is thus held from lease to ack, parsing and storing included, a little longer than the
-  request is on the wire.
-- A lease may be taken ahead (:meth:`~RedisFrontier.add_lease_ahead`): a worker claiming a page's
-  content or storing it asks for a next URL in the same round trip, and keeps the answer for a
-  later call of the scheduler, which then costs no round trip. It is a lease like any other (its
-  host's slot and next contact time are taken when Redis decides, its deadline runs, it is
-  handed back with the worker's others); a worker holds ``ahead`` of them at most, uses them in
-  the order they were taken, each within a quarter of the lease timeout, and gives back one that
-  waited longer. Starts stay spaced across workers by the politeness reservation made when the
-  request goes on the wire (:class:`~tarantula.store.redis.shared.SharedPoliteness`), not by when
-  its lease was taken.
-- An expired lease goes back to its place in its host's queue (its old key: the head of the
-  queue unless a smaller key arrived since) with one more attempt; the third expiry dead-letters
-  it (``dead`` and the ``dead-letter`` outcome). Any worker reaps, at every lease.
-- A URL is marked done by deleting its record: the seen-set alone remembers it, so a URL that is
-  done costs its 8 bytes in the seen-set and nothing else. Per-URL outcomes are not kept, only
-  counted: stored documents are the document store's to remember.
-
-The crawl is over when no URL is queued and no lease is out (:meth:`~RedisFrontier.active`):
-a worker with nothing to do must stay while another worker's lease may still queue links.
-:meth:`~RedisFrontier.next_due` answers on the caller's ``time.monotonic()`` clock.
-
-The page budget counts URLs leased for the first time: a URL leased again (after a lease expired,
-a retry or a resume) does not spend it again, so exactly ``budget`` distinct URLs are ever handed
-out. When the budget is spent and the next URL is a fresh one, lease answers None.
+budget live in Redis, and every step that reads and changes them is one Lua script
+(``lua/*.lua``), so two workers never see a half-done step. Times are the server's
+(``redis.call('TIME')``), never a worker's clock. The keys, the record layout and each step are
+described in ``docs/redis-store.md``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
-import struct
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, Any, ClassVar, cast
-
-from hiredis import pack_command
-from redis.exceptions import NoScriptError, ResponseError
+from typing import TYPE_CHECKING, Any
 
 from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
+from tarantula.store.redis.codec import (
+    _U32,
+    Lease,
+    Record,
+    encode_rest,
+    order_key,
+    order_member,
+    url_id,
+)
+from tarantula.store.redis.inspection import Inspection
+from tarantula.store.redis.lua import lua
+from tarantula.store.redis.transport import Batch, Scripts
 
 if TYPE_CHECKING:
     from redis import Redis
 
-    from tarantula.store.contract import Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -123,401 +45,24 @@ KEYS = (
     "dropped",
 )  # fmt: skip
 
-#: Lua: the server's clock (``now_time``) and times written for Redis (``fmt``), for every script.
-LUA_TIME = r"""
-local function now_time()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) + tonumber(t[2]) / 1000000
-end
 
--- Times go to Redis as text with microseconds: Lua would write a number with 14 digits only.
-local function fmt(t) return string.format('%.6f', t) end
-"""
+_PUSH = lua("time", "frontier", "push")
 
-_LIBRARY = (
-    r"""
-local P = ARGV[1]
-local K = {conf = KEYS[1], n = KEYS[2], u = KEYS[3], next = KEYS[4], wait = KEYS[5],
-           heads = KEYS[6], inflight = KEYS[7], leases = KEYS[8], owner = KEYS[9],
-           outcome = KEYS[10], dead = KEYS[11], dropped = KEYS[12]}
-local c = redis.call('HMGET', K.conf, 'traversal', 'delay', 'concurrency', 'lease-timeout',
-                     'budget', 'max-attempts')
-local DFS = c[1] == 'dfs'
-local DELAY = tonumber(c[2] or '0')
-local CONC = tonumber(c[3] or '1')
-local LEASE = tonumber(c[4] or '60')
-local BUDGET = tonumber(c[5] or '0')
-local MAX_ATTEMPTS = tonumber(c[6] or '3')
+_LEASE = lua("time", "frontier", "lease")
 
-"""
-    + LUA_TIME
-    + r"""
+_ACK = lua("time", "frontier", "ack")
 
-local function u16(s, i)
-  local a, b = string.byte(s, i, i + 1)
-  return a * 256 + b
-end
-local function u32(s, i)
-  local a, b, x, d = string.byte(s, i, i + 3)
-  return ((a * 256 + b) * 256 + x) * 256 + d
-end
-local function be16(n) return string.char(math.floor(n / 256) % 256, n % 256) end
-local function be32(n)
-  return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256,
-                     math.floor(n / 256) % 256, n % 256)
-end
-local function be64(n)
-  local s = ''
-  for _ = 1, 8 do
-    s = string.char(n % 256) .. s
-    n = math.floor(n / 256)
-  end
-  return s
-end
+_EXTEND = lua("time", "frontier", "extend")
 
-local function decode(r)
-  local t = {state = string.byte(r, 1), attempts = string.byte(r, 2), charged = string.byte(r, 3),
-             depth = string.sub(r, 4, 7)}
-  local i = 8
-  local n = u16(r, i)
-  t.host = string.sub(r, i + 2, i + 1 + n)
-  i = i + 2 + n
-  n = u16(r, i)
-  t.member = string.sub(r, i + 2, i + 1 + n)
-  t.rest = string.sub(r, i + 2 + n)
-  return t
-end
-local function encode(t)
-  return string.char(t.state, math.min(t.attempts, 255), t.charged) .. t.depth
-    .. be16(#t.host) .. t.host .. be16(#t.member) .. t.member .. t.rest
-end
-local function with_extra(rest, extra)
-  local i = 1
-  i = i + 4 + u32(rest, i)
-  i = i + 4 + u32(rest, i)
-  return string.sub(rest, 1, i - 1) .. be32(#extra) .. extra
-end
+_GIVE_BACK = lua("time", "frontier", "give_back")
 
--- Byte-wise order (Lua's own string order follows the server's locale).
-local function less(a, b)
-  for i = 1, math.min(#a, #b) do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return #a < #b
-end
+_RETURN_LEASES = lua("time", "frontier", "return_leases")
 
--- The length of the queue member at the start of a `heads` member (the host follows it).
-local function member_len(m)
-  if not DFS then return 20 end
-  local i = 1
-  while string.byte(m, i) == 1 do i = i + 5 end
-  return i + 8
-end
+_PAUSE = lua("time", "frontier", "pause")
 
-local function qkey(host) return P .. 'q:' .. host end
-local function head(host) return redis.call('ZRANGE', qkey(host), 0, 0)[1] end
+_DROP = lua("time", "frontier", "drop")
 
--- Put `host` where it belongs after its queue, slot or next time changed; `before` is its queue
--- head before the change (its `heads` member, if it was there).
-local function place(host, before, now)
-  if before then redis.call('ZREM', K.heads, before .. host) end
-  redis.call('ZREM', K.wait, host)
-  local h = head(host)
-  if not h then return end
-  if tonumber(redis.call('HGET', K.inflight, host) or '0') >= CONC then return end
-  local nxt = tonumber(redis.call('HGET', K.next, host) or '0')
-  if nxt <= now then
-    redis.call('ZADD', K.heads, 0, h .. host)
-  else
-    redis.call('ZADD', K.wait, fmt(nxt), host)
-  end
-end
-
-local function free_slot(host)
-  if redis.call('HINCRBY', K.inflight, host, -1) <= 0 then redis.call('HDEL', K.inflight, host) end
-end
-
-local function end_lease(h8, host)
-  redis.call('ZREM', K.leases, h8)
-  redis.call('HDEL', K.owner, h8)
-  redis.call('HINCRBY', K.n, 'leased', -1)
-  free_slot(host)
-end
-
--- A leased URL goes back to its place in its host's queue.
-local function unlease(h8, t, now)
-  end_lease(h8, t.host)
-  local before = head(t.host)
-  t.state = 0
-  redis.call('HSET', K.u, h8, encode(t))
-  redis.call('ZADD', qkey(t.host), 0, t.member)
-  redis.call('HINCRBY', K.n, 'queued', 1)
-  place(t.host, before, now)
-end
-
--- Expired leases go back (or, at their last attempt, to the dead letters). Returns how many, and
--- the workers that held them, one entry a lease.
-local function reap(now, limit)
-  local expired = redis.call('ZRANGEBYSCORE', K.leases, '-inf', fmt(now), 'LIMIT', 0, limit)
-  local owners = {}
-  for _, h8 in ipairs(expired) do
-    local r = redis.call('HGET', K.u, h8)
-    local owner = redis.call('HGET', K.owner, h8)
-    if owner then owners[#owners + 1] = owner end
-    if not r then
-      redis.call('ZREM', K.leases, h8)
-      redis.call('HDEL', K.owner, h8)
-    else
-      local t = decode(r)
-      t.attempts = t.attempts + 1
-      redis.call('HINCRBY', K.n, 'reaped', 1)
-      if t.attempts >= MAX_ATTEMPTS then
-        end_lease(h8, t.host)
-        redis.call('HDEL', K.u, h8)
-        redis.call('HSET', K.dead, h8, encode(t))
-        redis.call('HINCRBY', K.outcome, 'dead-letter', 1)
-        local h = head(t.host)
-        place(t.host, h, now)
-      else
-        unlease(h8, t, now)
-      end
-    end
-  end
-  return #expired, owners
-end
-"""
-)
-
-# KEYS: the fixed keys. ARGV: prefix, then 9 arguments a push: URL hash, seen member, seen bucket,
-# host, depth (4 bytes), queue member (empty: a bfs key is made here), URL + original + extra,
-# extra, mode. Returns a 0 or 1 for each push, in order. A page's links go as one call: a command
-# costs the worker about as much to send and read as the script costs Redis to run.
-_PUSH = r"""
-local function push(h8, signed, bucket, host, depth, m, rest, extra, mode)
-  if mode == 'recrawl' and redis.call('HEXISTS', K.u, h8) == 1 then
-    -- queued by an earlier start of this recrawl that did not get to record its run
-    redis.call('SADD', P .. 's:' .. bucket, signed)
-    return 0
-  end
-  local fresh = redis.call('SADD', P .. 's:' .. bucket, signed) == 1
-  if not fresh then
-    local r = redis.call('HGET', K.u, h8)
-    if mode == 'requeue' and r then
-      local t = decode(r)
-      t.rest = with_extra(t.rest, extra)
-      if t.state == 1 then
-        unlease(h8, t, now_time())
-      else
-        redis.call('HSET', K.u, h8, encode(t))
-      end
-      return 1
-    elseif mode ~= 'requeue' then
-      if not (DFS and r) then return 0 end
-      local t = decode(r)
-      if t.state ~= 0 or not less(m, t.member) then return 0 end
-      local q = qkey(t.host)
-      local before = head(t.host)
-      redis.call('ZREM', q, t.member)
-      redis.call('ZADD', q, 0, m)
-      t.member, t.depth = m, depth
-      redis.call('HSET', K.u, h8, encode(t))
-      if head(t.host) ~= before then place(t.host, before, now_time()) end
-      return 1
-    end
-  end
-  if m == '' then m = depth .. be64(redis.call('HINCRBY', K.n, 'arrival', 1)) .. h8 end
-  redis.call('HSET', K.u, h8, encode({state = 0, attempts = 0, charged = 0, depth = depth,
-                                      host = host, member = m, rest = rest}))
-  local before = head(host)
-  if not before then redis.call('HSETNX', K.next, host, '0') end
-  redis.call('ZADD', qkey(host), 0, m)
-  redis.call('HINCRBY', K.n, 'queued', 1)
-  if head(host) ~= before then place(host, before, now_time()) end
-  return 1
-end
-
-local pushed = {}
-for i = 2, #ARGV, 9 do
-  pushed[#pushed + 1] = push(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4],
-                             ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], ARGV[i + 8])
-end
-return pushed
-"""
-
-# ARGV: prefix, worker, ahead ('1': a lease taken ahead, which does not take the last slot that is
-# free now, the only due host's last, from a worker with a thread free now). Returns {record,
-# server time, status, host, charged by this lease, the workers whose expired leases it reaped}.
-_LEASE = r"""
-local now = now_time()
-local ahead = ARGV[3] == '1'
-local _, gone = reap(now, 16)
-for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIMIT', 0, 64)) do
-  redis.call('ZREM', K.wait, host)
-  local h = head(host)
-  if h then redis.call('ZADD', K.heads, 0, h .. host) end
-end
-for _ = 1, 16 do
-  local m = redis.call('ZRANGE', K.heads, 0, 0)[1]
-  if not m then return {false, fmt(now), 'idle', false, 0, gone} end
-  local n = member_len(m)
-  local qm, host = string.sub(m, 1, n), string.sub(m, n + 1)
-  if redis.call('SISMEMBER', K.dropped, host) == 1 then
-    redis.call('ZREM', K.heads, m)
-    return {false, fmt(now), 'dropped', host, 0, gone}
-  end
-  if ahead and redis.call('ZCARD', K.heads) < 2
-      and tonumber(redis.call('HGET', K.inflight, host) or '0') + 1 >= CONC then
-    return {false, fmt(now), 'idle', false, 0, gone}
-  end
-  local h8 = string.sub(qm, -8)
-  local r = redis.call('HGET', K.u, h8)
-  local t = r and decode(r)
-  if t and t.charged == 0 and BUDGET > 0
-      and tonumber(redis.call('HGET', K.n, 'charged') or '0') >= BUDGET then
-    return {false, fmt(now), 'budget', false, 0, gone}
-  end
-  -- A head without its record or out of its queue (never in a consistent state) is set right.
-  if redis.call('ZREM', qkey(host), qm) == 0 or not t then
-    redis.call('ZREM', K.heads, m)
-    place(host, false, now)
-  else
-    redis.call('ZREM', K.heads, m)
-    local charged = 0
-    if t.charged == 0 then
-      charged = 1
-      t.charged = 1
-      redis.call('HINCRBY', K.n, 'charged', 1)
-    end
-    t.state = 1
-    r = encode(t)
-    redis.call('HSET', K.u, h8, r)
-    redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
-    redis.call('HSET', K.owner, h8, ARGV[2])
-    redis.call('HINCRBY', K.inflight, host, 1)
-    redis.call('HINCRBY', K.n, 'queued', -1)
-    redis.call('HINCRBY', K.n, 'leased', 1)
-    local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
-    redis.call('HSET', K.next, host, fmt(nxt))
-    place(host, false, now)
-    return {r, fmt(now), 'leased', host, charged, gone}
-  end
-end
-return {false, fmt(now), 'idle', false, 0, gone}
-"""
-
-# ARGV: prefix, URL hash, outcome. Returns 1 when the URL was queued or leased.
-_ACK = r"""
-local h8 = ARGV[2]
-local r = redis.call('HGET', K.u, h8)
-if not r then return 0 end
-local t = decode(r)
-local before = head(t.host)
-if t.state == 1 then
-  end_lease(h8, t.host)
-else
-  redis.call('ZREM', qkey(t.host), t.member)
-  redis.call('HINCRBY', K.n, 'queued', -1)
-end
-redis.call('HDEL', K.u, h8)
-redis.call('HINCRBY', K.outcome, ARGV[3], 1)
-place(t.host, before, now_time())
-return 1
-"""
-
-# ARGV: prefix, URL hash, worker, seconds. Returns the new deadline, or nil when the worker does
-# not hold the lease (it expired, and may be another worker's now).
-_EXTEND = r"""
-if redis.call('HGET', K.owner, ARGV[2]) ~= ARGV[3] then return false end
-local deadline = fmt(now_time() + tonumber(ARGV[4]))
-redis.call('ZADD', K.leases, 'XX', 'GT', deadline, ARGV[2])
-return redis.call('ZSCORE', K.leases, ARGV[2])
-"""
-
-# ARGV: prefix, URL hash, pause (seconds), uncharge (0/1), worker. A lease of the worker's handed
-# back unused (not one that expired and went to another worker meanwhile).
-_GIVE_BACK = r"""
-if redis.call('HGET', K.owner, ARGV[2]) ~= ARGV[5] then return 0 end
-local r = redis.call('HGET', K.u, ARGV[2])
-if not r then return 0 end
-local t = decode(r)
-if t.state ~= 1 then return 0 end
-local now = now_time()
-if ARGV[4] == '1' and t.charged == 1 then
-  t.charged = 0
-  redis.call('HINCRBY', K.n, 'charged', -1)
-end
-local pause = tonumber(ARGV[3])
-if pause > 0 then
-  local nxt = math.max(now + pause, tonumber(redis.call('HGET', K.next, t.host) or '0'))
-  redis.call('HSET', K.next, t.host, fmt(nxt))
-end
-unlease(ARGV[2], t, now)
-return 1
-"""
-
-# ARGV: prefix, worker (empty: every worker's, and the slot counts start again from zero).
-# Leases go back to their queues, no attempt counted. Returns how many.
-_RETURN_LEASES = r"""
-local now = now_time()
-local mine = {}
-if ARGV[2] == '' then
-  redis.call('DEL', K.inflight)
-  mine = redis.call('ZRANGE', K.leases, 0, -1)
-else
-  local held = redis.call('HGETALL', K.owner)
-  for i = 1, #held, 2 do
-    if held[i + 1] == ARGV[2] then mine[#mine + 1] = held[i] end
-  end
-end
-for _, h8 in ipairs(mine) do
-  local r = redis.call('HGET', K.u, h8)
-  if r and string.byte(r, 1) == 1 then
-    unlease(h8, decode(r), now)
-  else
-    redis.call('ZREM', K.leases, h8)
-    redis.call('HDEL', K.owner, h8)
-  end
-end
-if ARGV[2] == '' then
-  redis.call('DEL', K.leases, K.owner)
-  redis.call('HSET', K.n, 'leased', 0)
-end
-return #mine
-"""
-
-# ARGV: prefix, host, seconds. The host's next request waits until at least now + seconds.
-_PAUSE = r"""
-local now = now_time()
-local host = ARGV[2]
-local nxt = math.max(now + tonumber(ARGV[3]), tonumber(redis.call('HGET', K.next, host) or '0'))
-redis.call('HSET', K.next, host, fmt(nxt))
-place(host, head(host), now)
-return fmt(nxt)
-"""
-
-# ARGV: prefix, host, limit. Drops the host; up to `limit` of its queued URLs are done with the
-# outcome host-dropped. Returns {URLs given up, URLs left}.
-_DROP = r"""
-local host = ARGV[2]
-redis.call('SADD', K.dropped, host)
-local q = qkey(host)
-local before = head(host)
-local members = redis.call('ZRANGE', q, 0, tonumber(ARGV[3]) - 1)
-for _, m in ipairs(members) do redis.call('HDEL', K.u, string.sub(m, -8)) end
-if #members > 0 then
-  redis.call('ZREMRANGEBYRANK', q, 0, #members - 1)
-  redis.call('HINCRBY', K.n, 'queued', -#members)
-  redis.call('HINCRBY', K.outcome, 'host-dropped', #members)
-end
-place(host, before, now_time())
-return {#members, redis.call('ZCARD', q)}
-"""
-
-# ARGV: prefix, limit.
-_REAP = r"""
-return reap(now_time(), tonumber(ARGV[2]))
-"""
+_REAP = lua("time", "frontier", "reap")
 
 _SCRIPTS = {
     "push": _PUSH,
@@ -531,211 +76,11 @@ _SCRIPTS = {
     "reap": _REAP,
 }
 
-_U32 = struct.Struct(">I")
-_U16 = struct.Struct(">H")
 #: Links' pushes held for the next call to Redis before they are sent on their own.
 MAX_UNSENT = 256
+
 #: A lease taken ahead is used within this part of the lease timeout, or given back.
 AHEAD_PART = 0.25
-
-
-def url_id(url: str) -> tuple[bytes, int]:
-    """The 8-byte hash of a normalized URL (``SqliteFrontier``'s :func:`url_hash`) and its signed
-    integer form, which the seen-set stores.
-
-    >>> h8, n = url_id("http://h.test/")
-    >>> len(h8), n == int.from_bytes(h8, "big", signed=True)
-    (8, True)
-    """
-    digest = hashlib.blake2b(url.encode("utf-8"), digest_size=8).digest()
-    return digest, int.from_bytes(digest, "big", signed=True)
-
-
-def order_member(key: bytes, h8: bytes, dfs: bool) -> bytes:
-    """A host-queue member: the order key, made prefix-free, then the URL hash.
-
-    >>> from tarantula.core.frontier import dfs_key
-    >>> parent = order_member(dfs_key((0, 1)), b"\\xff" * 8, dfs=True)
-    >>> child = order_member(dfs_key((0, 1, 0)), b"\\x00" * 8, dfs=True)
-    >>> parent < child, order_key(parent, dfs=True) == dfs_key((0, 1))
-    (True, True)
-    """
-    if not dfs:
-        if len(key) != 12:
-            raise ValueError(f"a bfs key has 12 bytes, not {len(key)}")
-        return key + h8
-    if len(key) % 4:
-        raise ValueError(f"a dfs key has 4 bytes a link position, not {len(key)} bytes")
-    return b"".join(b"\x01" + key[i : i + 4] for i in range(0, len(key), 4)) + b"\x00" + h8
-
-
-def order_key(member: bytes, dfs: bool) -> bytes:
-    """The order key of a host-queue member (:func:`order_member` undone)."""
-    if not dfs:
-        return member[:-8]
-    escaped = member[:-9]
-    return b"".join(escaped[i + 1 : i + 5] for i in range(0, len(escaped), 5))
-
-
-def encode_rest(url: str, original: str, extra: str | None) -> bytes:
-    """The part of a record only Python reads: URL, original URL (empty: the URL) and extra."""
-    parts = (url.encode(), b"" if original == url else original.encode(), (extra or "").encode())
-    return b"".join(_U32.pack(len(p)) + p for p in parts)
-
-
-@dataclass(frozen=True)
-class Record:
-    """A queued or leased URL as Redis keeps it."""
-
-    entry: Entry
-    leased: bool
-    attempts: int
-    charged: bool
-
-    @classmethod
-    def decode(cls, raw: bytes, dfs: bool) -> Record:
-        depth = _U32.unpack_from(raw, 3)[0]
-        i = 7
-        fields: list[bytes] = []
-        for size in (_U16, _U16, _U32, _U32, _U32):
-            (n,) = size.unpack_from(raw, i)
-            i += size.size
-            fields.append(raw[i : i + n])
-            i += n
-        host, member, url, original, extra = fields
-        text = url.decode()
-        entry = Entry(
-            text,
-            original.decode() if original else text,
-            depth,
-            order_key(member, dfs),
-            extra.decode() if extra else None,
-            host.decode(),
-        )
-        return cls(entry, raw[0] == 1, raw[1], raw[2] == 1)
-
-
-@dataclass(frozen=True)
-class Lease:
-    """What one lease attempt gave: the entry (None: nothing now), the server time it was decided
-    at, why nothing was given (``idle``: no host due; ``budget``: the page budget is spent), and
-    whether this lease spent the page budget."""
-
-    entry: Entry | None
-    server_time: float
-    status: str
-    charged: bool = False
-
-
-class Scripts:
-    """Lua scripts run by their SHA1, alone or several in one round trip (a :class:`Batch`).
-
-    redis-py's ``Script`` asks ``SCRIPT EXISTS`` before every pipeline that holds one: a second
-    round trip each time. Here the scripts of every :class:`Scripts` of the process are loaded
-    together instead, when the first is made and whenever Redis answers ``NOSCRIPT`` (it lost
-    them in a restart). So either all are there or none is, and a batch that met ``NOSCRIPT`` ran
-    none of its scripts: it is sent again, whole.
-    """
-
-    _every: ClassVar[dict[str, str]] = {}  # SHA1 -> body, of every script made in the process
-
-    def __init__(self, client: Redis, bodies: dict[str, str]) -> None:
-        self.client = client
-        self.sha = {
-            name: hashlib.sha1(body.encode(), usedforsecurity=False).hexdigest()
-            for name, body in bodies.items()
-        }
-        Scripts._every.update({self.sha[name]: body for name, body in bodies.items()})
-        self.load()
-
-    def load(self) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        for body in Scripts._every.values():
-            pipe.script_load(body)
-        pipe.execute()
-
-    def add(self, batch: Batch, name: str, keys: list[str], args: list[Any]) -> None:
-        """Add script ``name`` to ``batch`` (sent by :meth:`execute`)."""
-        batch.evalsha(self.sha[name], len(keys), *keys, *args)
-
-    def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        """Run script ``name`` now."""
-        if self.client.connection is not None:  # straight down the connection, as a batch
-            return self.execute(lambda batch: self.add(batch, name, keys, args))[0]
-        try:
-            return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
-        except NoScriptError:
-            self.load()
-            return self.client.evalsha(self.sha[name], len(keys), *keys, *args)
-
-    def execute(self, fill: Callable[[Batch], object]) -> list[Any]:
-        """A batch filled by ``fill`` (with :meth:`add` for scripts), sent (:func:`send`)."""
-        for again in (False, True):
-            batch = Batch()
-            fill(batch)
-            try:
-                return send(self.client, batch)
-            except NoScriptError:
-                if again:
-                    raise
-                self.load()
-        raise AssertionError("unreachable")
-
-
-class Batch:
-    """Commands to send together, in one round trip (:func:`send`)."""
-
-    def __init__(self) -> None:
-        self.commands: list[tuple[Any, ...]] = []
-
-    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> None:
-        self.commands.append(("EVALSHA", sha, numkeys, *keys_and_args))
-
-    def hget(self, name: str, key: str) -> None:
-        self.commands.append(("HGET", name, key))
-
-
-def send(client: Redis, batch: Batch) -> list[Any]:
-    """The replies to ``batch``'s commands, sent in one round trip; raises the first error reply
-    once every reply is read.
-
-    On a client with a connection of its own (``single_connection_client``, as
-    :func:`~tarantula.store.redis.shared.connect` makes) the commands go straight down that
-    connection with its retry policy; a redis-py pipeline would check a connection out of the pool
-    and back, which costs about as much CPU as a second round trip. They are packed by hiredis at
-    once, and each reply is read from the connection without the client's reply callbacks (a
-    batch holds EVALSHA and HGET only, which have none): the client's own way costs about a third
-    more CPU a round trip. Other clients use a pipeline.
-    """
-    conn = client.connection
-    if conn is None:
-        pipe = client.pipeline(transaction=False)
-        for command in batch.commands:
-            pipe.execute_command(*command)
-        return cast("list[Any]", pipe.execute())
-    packed = pack(batch.commands)
-
-    def exchange() -> list[Any]:
-        conn.send_packed_command(packed)
-        replies: list[Any] = []
-        for _ in batch.commands:
-            try:
-                replies.append(conn.read_response())
-            except ResponseError as error:  # read on: the connection must stay in step
-                replies.append(error)
-        return replies
-
-    with client.single_connection_lock:
-        replies = conn.retry.call_with_retry(exchange, lambda error: conn.disconnect())
-    for reply in replies:
-        if isinstance(reply, ResponseError):
-            raise reply
-    return cast("list[Any]", replies)
-
-
-def pack(commands: list[tuple[Any, ...]]) -> list[bytes]:
-    """``commands`` in the Redis protocol, as one chunk for ``send_packed_command``."""
-    return [b"".join([pack_command(command) for command in commands])]
 
 
 def pushed(replies: list[Any]) -> list[bool]:
@@ -748,7 +93,7 @@ def default_worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class RedisFrontier:
+class RedisFrontier(Inspection):
     """The :class:`~tarantula.core.frontier.Frontier` of crawl ``crawl_id`` on a Redis server,
     shared by every worker that builds one with the same id (see the module's docstring).
 
@@ -798,7 +143,7 @@ class RedisFrontier:
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
         self.refused = 0  # of those, how many Redis refused (their URLs were seen)
-        self.scripts = Scripts(client, {name: _LIBRARY + body for name, body in _SCRIPTS.items()})
+        self.scripts = Scripts(client, _SCRIPTS)
         self.buckets = self._configure(
             traversal, expected_urls, delay, concurrency, lease_timeout, budget, max_attempts
         )
@@ -1238,31 +583,6 @@ class RedisFrontier:
         """Give expired leases back now (lease does it too, a few at a time). Returns how many."""
         return int(self._run("reap", limit))
 
-    def attempts(self, url: str) -> int:
-        """How many of ``url``'s leases expired (0 when it is done and was not dead-lettered)."""
-        h8 = url_id(url)[0]
-        raw = cast(
-            "bytes | None",
-            self.client.hget(self.prefix + "u", h8) or self.client.hget(self.prefix + "dead", h8),
-        )
-        return 0 if raw is None else Record.decode(raw, self.dfs).attempts
-
-    def dead_letters(self) -> list[Entry]:
-        """The URLs given up after ``max_attempts`` expired leases."""
-        records = cast("list[bytes]", self.client.hvals(self.prefix + "dead"))
-        return [Record.decode(raw, self.dfs).entry for raw in records]
-
-    def counts(self) -> dict[str, int]:
-        """The crawl's counters (``queued``, ``leased``, ``charged``, ``reaped``) and outcomes
-        (``outcome/<name>``)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hgetall(self.prefix + "n")
-        pipe.hgetall(self.prefix + "outcome")
-        numbers, outcomes = pipe.execute()
-        counts = {k.decode(): int(v) for k, v in numbers.items()}
-        counts.update({f"outcome/{k.decode()}": int(v) for k, v in outcomes.items()})
-        return counts
-
     def server_time(self) -> float:
         seconds, micros = self.client.time()
         return seconds + micros / 1e6
@@ -1273,20 +593,3 @@ class RedisFrontier:
             self.next_due()
         assert self._offset is not None
         return server_time - self._offset
-
-    def clear(self) -> int:
-        """Delete every key of the crawl (a fresh crawl under an old id). Returns how many."""
-        hosts = [h.decode() for h in cast("list[bytes]", self.client.hkeys(self.prefix + "next"))]
-        names: list[str] = [*self.keys]
-        names += [f"{self.prefix}s:{b}" for b in range(self.buckets)]
-        names += [f"{self.prefix}q:{h}" for h in hosts]
-        deleted = 0
-        for i in range(0, len(names), 1000):
-            deleted += int(self.client.delete(*names[i : i + 1000]))
-        return deleted
-
-
-if TYPE_CHECKING:
-
-    def _is_a_frontier(frontier: RedisFrontier) -> Frontier:
-        return frontier  # mypy checks that RedisFrontier has what the Frontier protocol asks

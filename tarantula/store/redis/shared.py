@@ -33,6 +33,7 @@ from tarantula.core.facts import Met
 from tarantula.core.layout import FOLDER_ID_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.politeness import Politeness
 from tarantula.store.contract import StoreUnavailable
+from tarantula.store.redis.lua import lua
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -110,28 +111,9 @@ def connect(url: str, *, retry_forever: bool = True) -> Redis:
     return client
 
 
-# The start script: a request may start now when the host's next start time has passed, and is
-# then booked at the server's time (the next one waits the gap after it); otherwise it answers the
-# seconds left, and the worker asks again then. Nothing is booked ahead: a worker's clock is never
-# compared with the server's, and a worker that wakes up late cannot shorten the gap after it.
-_START = r"""
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local next_start = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-if now < next_start then return string.format('%.6f', next_start - now) end
-redis.call('HSET', KEYS[1], ARGV[1], string.format('%.6f', now + tonumber(ARGV[2])))
-return '0'
-"""
+_START = lua("wire_start")
 
-# A pause: no request to the host starts before now + seconds.
-_PAUSE = r"""
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local until_ = now + tonumber(ARGV[2])
-local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-if until_ > old then redis.call('HSET', KEYS[1], ARGV[1], string.format('%.6f', until_)) end
-return 1
-"""
+_PAUSE = lua("wire_pause")
 
 
 class SharedPoliteness(Politeness):
@@ -228,7 +210,7 @@ def check_reachable(url: str) -> None:
 
 def shared_last_run(config: CrawlConfig) -> Run | None:
     """The latest run of ``config``'s shared crawl, from Redis."""
-    from tarantula.store.redis.state import last_run
+    from tarantula.store.redis.runs import last_run
 
     client = connect(config.redis, retry_forever=False)
     try:
@@ -249,7 +231,7 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
     not answer."""
     from redis import RedisError
 
-    from tarantula.store.redis.state import RedisDocumentStore
+    from tarantula.store.redis.documents import RedisDocumentStore
 
     client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
     try:

@@ -1,0 +1,59 @@
+-- ARGV: prefix, worker, ahead ('1': a lease taken ahead, which does not take the last slot that is
+-- free now, the only due host's last, from a worker with a thread free now). Returns {record,
+-- server time, status, host, charged by this lease, the workers whose expired leases it reaped}.
+-- Loaded after: time.lua, frontier.lua.
+local now = now_time()
+local ahead = ARGV[3] == '1'
+local _, gone = reap(now, 16)
+for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIMIT', 0, 64)) do
+  redis.call('ZREM', K.wait, host)
+  local h = head(host)
+  if h then redis.call('ZADD', K.heads, 0, h .. host) end
+end
+for _ = 1, 16 do
+  local m = redis.call('ZRANGE', K.heads, 0, 0)[1]
+  if not m then return {false, fmt(now), 'idle', false, 0, gone} end
+  local n = member_len(m)
+  local qm, host = string.sub(m, 1, n), string.sub(m, n + 1)
+  if redis.call('SISMEMBER', K.dropped, host) == 1 then
+    redis.call('ZREM', K.heads, m)
+    return {false, fmt(now), 'dropped', host, 0, gone}
+  end
+  if ahead and redis.call('ZCARD', K.heads) < 2
+      and tonumber(redis.call('HGET', K.inflight, host) or '0') + 1 >= CONC then
+    return {false, fmt(now), 'idle', false, 0, gone}
+  end
+  local h8 = string.sub(qm, -8)
+  local r = redis.call('HGET', K.u, h8)
+  local t = r and decode(r)
+  if t and t.charged == 0 and BUDGET > 0
+      and tonumber(redis.call('HGET', K.n, 'charged') or '0') >= BUDGET then
+    return {false, fmt(now), 'budget', false, 0, gone}
+  end
+  -- A head without its record or out of its queue (never in a consistent state) is set right.
+  if redis.call('ZREM', qkey(host), qm) == 0 or not t then
+    redis.call('ZREM', K.heads, m)
+    place(host, false, now)
+  else
+    redis.call('ZREM', K.heads, m)
+    local charged = 0
+    if t.charged == 0 then
+      charged = 1
+      t.charged = 1
+      redis.call('HINCRBY', K.n, 'charged', 1)
+    end
+    t.state = 1
+    r = encode(t)
+    redis.call('HSET', K.u, h8, r)
+    redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
+    redis.call('HSET', K.owner, h8, ARGV[2])
+    redis.call('HINCRBY', K.inflight, host, 1)
+    redis.call('HINCRBY', K.n, 'queued', -1)
+    redis.call('HINCRBY', K.n, 'leased', 1)
+    local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
+    redis.call('HSET', K.next, host, fmt(nxt))
+    place(host, false, now)
+    return {r, fmt(now), 'leased', host, charged, gone}
+  end
+end
+return {false, fmt(now), 'idle', false, 0, gone}
