@@ -275,7 +275,9 @@ def test_delay_holds_across_two_workers_by_the_server_clock(redis_client):
         next_contact = float(redis_client.hget(one.prefix + "next", "a.test"))
         assert next_contact == pytest.approx(lease.server_time + 0.2, abs=2e-6)
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert all(0.2 - 2e-6 <= gap < 1.2 for gap in gaps), gaps
+    # The delay holds, on the server's clock (how much later a loaded machine asks again is not
+    # what this test is about: no upper bound).
+    assert all(gap >= 0.2 - 2e-6 for gap in gaps), gaps
     assert refused >= 1  # the other worker did ask too early, and waited
 
 
