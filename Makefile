@@ -39,7 +39,7 @@ test-fast: $(VENV)/.installed
 
 .PHONY: test-e2e test-redis test-chromium test-root
 
-## test-e2e, test-redis, test-chromium, test-root: one tier alone (README, "Testing")
+## test-e2e, test-redis, test-chromium, test-root: one tier alone (docs/testing.md)
 test-e2e test-redis test-chromium test-root: test-%: $(VENV)/.installed
 	$(PYTEST) -m $*
 

@@ -48,7 +48,7 @@ class Command(ScrapyCommand):
         if problem is None and unset:
             problem = (
                 f"scrapyd serves only with a user name and password: set {' and '.join(unset)} "
-                "(README, 'Running under scrapyd')"
+                "(docs/operations.md, 'Running under scrapyd')"
             )
         if problem is not None:
             tell(self, f"error: {problem}", logging.ERROR)

@@ -7,7 +7,7 @@ on the crawl's schedule, its start plus a whole number of periods
 complete crawl the next one is a recrawl, after a run that ended at its time limit a resume, so
 ``time-limit`` (which bounds each run) caps the crawling time of each period. After any other
 unfinished run (a crash, a kill) it resumes after a short pause. Ctrl-C (SIGINT) or SIGTERM stops
-the running crawl gracefully and ends the service. See the README for running it under systemd or
+the running crawl gracefully and ends the service. See docs/operations.md for running it under systemd or
 cron.
 """
 

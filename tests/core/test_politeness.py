@@ -261,7 +261,7 @@ def test_a_retry_after_beyond_max_wait_drops_the_host(seconds, dropped):
 
 
 def test_the_crawlers_own_back_off_never_drops_the_host():
-    # max-retry-after is about what a server asks for (README): the crawler's own doubling
+    # max-retry-after is about what a server asks for (docs/decisions.md): the crawler's own doubling
     # without Retry-After waits, and never drops the host, whatever the limit.
     p = Politeness(max_wait=10.0)
     for _ in range(8):

@@ -205,7 +205,7 @@ def test_scrapyd_does_not_start_without_credentials(tmp_path, unset):
     assert status == 2
     assert output.splitlines() == [
         f"error: scrapyd serves only with a user name and password: set {unset} "
-        "(README, 'Running under scrapyd')"
+        "(docs/operations.md, 'Running under scrapyd')"
     ]
     # Started plainly, scrapyd fails too (the configuration refers to the unset variable).
     plain = subprocess.run(
@@ -244,7 +244,7 @@ def test_a_crawl_runs_as_a_scrapyd_job(scrapyd, tmp_path):
     with SiteServer(root=DEMO_SITE) as web:
         seeds = [web.url("www.demo.test", "/")]
         job_conf = write_conf(tmp_path, seeds, scope="domain-scope", threads=2)
-        # Scheduled as the README shows: scrapyd-client with scrapy.cfg's target and credentials.
+        # Scheduled as docs/operations.md shows: scrapyd-client with scrapy.cfg's target and credentials.
         scheduled = subprocess.run(
             [str(BIN / "scrapyd-client"), "schedule", "-t", "env", "-p", "tarantula", "tarantula",
              "--arg", f"conf={job_conf}"],
