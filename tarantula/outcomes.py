@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger("tarantula.filtered")
+failures = logging.getLogger("tarantula.failures")
 
 
 #: What a download may fail with when it gets no answer: Scrapy's download errors, a request
@@ -91,6 +92,23 @@ class RobotsUnavailable(IgnoreRequest):
     def __init__(self, kind: str) -> None:
         super().__init__(f"robots.txt could not be had ({kind}): the host is disallowed")
         self.kind = f"robots.txt-{kind}"
+
+
+def count_failure(stats: StatsCollector | None, exc: BaseException | None, url: str | None) -> str:
+    """Count and log a request that brought no document (SPEC 7.3), named in its log record for
+    the summary (:data:`FAILURE`); its kind. An HTTP error is logged at INFO, a request to a host
+    whose robots.txt could not be had too (that was logged once already), a network fault as a
+    warning."""
+    kind = outcome_of(exc) if exc is not None else "unknown"
+    named = {FAILURE: (url or "?", kind)}
+    if isinstance(exc, HttpError):
+        failures.info("HTTP %s for %s", kind[5:], exc.response.url, extra=named)
+    else:
+        level = logging.INFO if isinstance(exc, RobotsUnavailable) else logging.WARNING
+        failures.log(level, "Failed %s: %s: %s", url or "?", kind, exc, extra=named)
+    if stats is not None:
+        stats.inc_value(f"tarantula/failures/{kind}")
+    return kind
 
 
 def cut_at_max_size(exc: BaseException | None) -> bool:

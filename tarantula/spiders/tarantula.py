@@ -29,13 +29,7 @@ from tarantula.core.links import plan_links, resolve_links
 from tarantula.core.mirror import copy_relpath
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
-from tarantula.outcomes import (
-    FAILURE,
-    RobotsUnavailable,
-    count_filtered,
-    cut_at_max_size,
-    outcome_of,
-)
+from tarantula.outcomes import RobotsUnavailable, count_failure, count_filtered, cut_at_max_size
 from tarantula.reading import document_item, read_content, read_response
 
 if TYPE_CHECKING:
@@ -89,17 +83,9 @@ class TarantulaSpider(Spider):
         if failure.check(IgnoreRequest) and not failure.check(HttpError, RobotsUnavailable):
             self._ack(url, "filtered")  # counted by the rule that refused it
             return
-        kind = outcome_of(failure.value) if failure.value is not None else "unknown"
-        named = {FAILURE: (url or "?", kind)}  # the summary names the first few (SPEC 12)
-        if isinstance(failure.value, HttpError):
-            logger.info("HTTP %s for %s", kind[5:], failure.value.response.url, extra=named)
-            if kind in ("http-404", "http-410") and url is not None:
-                self._remove(url, f"HTTP {kind[5:]}")
-        else:
-            network = not isinstance(failure.value, RobotsUnavailable)  # logged once already
-            logger.log(logging.WARNING if network else logging.INFO, "Failed %s: %s: %s",
-                       url or "?", kind, failure.getErrorMessage(), extra=named)  # fmt: skip
-        self.crawler.stats.inc_value(f"tarantula/failures/{kind}")
+        kind = count_failure(self.crawler.stats, failure.value, url)
+        if kind in ("http-404", "http-410") and url is not None:
+            self._remove(url, f"HTTP {kind[5:]}")
         self._ack(url, kind)
 
     def defect(self, failure: Failure, response: Response, **kwargs: Any) -> None:
