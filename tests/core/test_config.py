@@ -14,15 +14,13 @@ from hypothesis import strategies as st
 
 from tarantula import __version__
 from tarantula.core.config import (
-    _KEYS,
-    SCOPES,
-    TRAVERSALS,
     ConfigError,
     ConfigProblem,
     CrawlConfig,
     load_config,
     parse_config,
 )
+from tarantula.core.configkeys import KEYS, SCOPES, TRAVERSALS
 
 ASSIGNMENT_EXAMPLE = r"""# Configuration File for Web Crawler
 <crawler-options>
@@ -128,7 +126,7 @@ def test_defaults() -> None:
 
 def test_every_key_has_a_field_and_every_field_a_key() -> None:
     fields = {f.name for f in dataclasses.fields(CrawlConfig)} - {"path", "warnings"}
-    assert fields == {name.replace("-", "_") for name in _KEYS}
+    assert fields == {name.replace("-", "_") for name in KEYS}
 
 
 @pytest.mark.parametrize(
@@ -842,7 +840,7 @@ LISTS: dict[str, st.SearchStrategy[list[str]]] = {
 @st.composite
 def valid_configs(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
     """A config text, with keys in random spelling, layout and order, and its expected values."""
-    chosen = draw(st.sets(st.sampled_from(sorted(_KEYS)))) | {"starting-points"}
+    chosen = draw(st.sets(st.sampled_from(sorted(KEYS)))) | {"starting-points"}
     statements: dict[str, list[str]] = {}
     expected: dict[str, object] = {}
     for name in draw(st.permutations(sorted(chosen))):
@@ -860,7 +858,7 @@ def valid_configs(draw: st.DrawFn) -> tuple[str, dict[str, object]]:
         else:
             value, expected[name] = draw(SCALARS[name])
         comment = draw(st.sampled_from(["", " # why", "  "]))
-        statements.setdefault(_KEYS[name].section, []).append(
+        statements.setdefault(KEYS[name].section, []).append(
             f"{draw(_spelling(name))} = {value};{comment}"
         )
     others = draw(st.permutations([s for s in statements if s != "crawler-options"]))
@@ -909,7 +907,7 @@ def test_shipped_configurations_load(name: str) -> None:
 def test_crawler_conf_sets_every_key() -> None:
     text = (PROJECT / "conf" / "crawler.conf").read_text(encoding="utf-8")
     keys = {m.lower() for m in re.findall(r"^([A-Za-z-]+)\s*=", text, re.M)}
-    assert keys == set(_KEYS)
+    assert keys == set(KEYS)
 
 
 # ------------------------------------------------------------------ rendering (SPEC 10)
