@@ -15,7 +15,7 @@ built without crawling, with the project's own code:
   :class:`tarantula.core.documents.DocumentStore`, in a run that
   :class:`tarantula.core.repository.Repository` begins and ends, committed every
   :data:`COMMIT_EVERY` documents, which appends the records to ``index.txt`` as a crawl does;
-- ``browse/`` is written by :class:`tarantula.core.browse.BrowseMirror`, as when ``browsable`` is
+- ``browse/`` is written by :class:`tarantula.store.sqlite.browse.BrowseMirror`, as when ``browsable`` is
   turned on after a crawl: every document converted once, all its link targets already stored.
 
 Then ``scrapy verify`` runs on it ``--runs`` times with ``browsable = no`` and as many with
@@ -43,7 +43,7 @@ from pathlib import Path
 
 from bench.generate import Preset, base_url, build, contents, host_name
 from bench.run import PROJECT, RESULTS, Measured, machine_lines, measure, write_report
-from tarantula.core.browse import BrowseMirror
+from tarantula.store.sqlite.browse import BrowseMirror
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.mirror import mirror_relpath, store_path, write_atomic

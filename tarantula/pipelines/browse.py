@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 
 from tarantula.context import CrawlContext, context_of
-from tarantula.core.browse import BrowseMirror
 from tarantula.items import Document
+from tarantula.store.sqlite.browse import BrowseMirror
 
 if TYPE_CHECKING:
     from scrapy import Spider

@@ -12,11 +12,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from tarantula.core import browse as browse_module
 from tarantula.core.config import CrawlConfig
 from tarantula.pipelines.browse import BrowsePipeline
 from tarantula.pipelines.index import IndexPipeline
 from tarantula.pipelines.mirror import MirrorPipeline
+from tarantula.store.sqlite import browse as browse_module
 from tests.helpers.components import (
     PROJECT_SETTINGS,
     Crawl,
