@@ -16,7 +16,6 @@ memory (``scrapy check``) writes no report. Stats: none.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from tarantula.context import CrawlContext, context_of
+from tarantula.core.page import render_html, write_report
 from tarantula.core.report import (
     PROGRESS_NAME,
     HostFigures,
@@ -32,11 +32,9 @@ from tarantula.core.report import (
     RunFigures,
     Sample,
     build_report,
-    read_state,
-    render_html,
-    write_report,
 )
 from tarantula.extensions.summary import CrawlSummary
+from tarantula.store import StoreUnavailable, state_figures
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -98,7 +96,7 @@ class CrawlReport:
             return
         try:
             documents = self.context.documents.count()
-        except sqlite3.ProgrammingError:  # the state closed as the run ended
+        except Exception:  # the store closed as the run ended: the last sample is taken then
             return
         self._due = now + 100 * (time.monotonic() - now)
         current = (documents, self._fetched())
@@ -125,7 +123,7 @@ class CrawlReport:
         path = self.context.repository.report
         try:
             config = self.context.config
-            state = read_state(self.context.repository.state_path, config)
+            state = state_figures(config)
             figures = self.figures()
             self.log.sample(Sample(time.time(), self.run, state.documents, figures.fetched))
             self.log.run_ended(self.run, figures)
@@ -135,7 +133,7 @@ class CrawlReport:
                                   summary=summary.text if summary else None,
                                   generated=time.time())  # fmt: skip
             write_report(path, render_html(report))
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, StoreUnavailable) as exc:
             logger.warning("Could not write the crawl report %s: %s", path, exc)
             return
         logger.info("Crawl report: %s", path)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from tarantula.core.documents import StoredDocument
     from tarantula.core.facts import Met
     from tarantula.core.politeness import Politeness
+    from tarantula.core.report import StateFigures
     from tarantula.core.state import Run
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "folder_documents",
     "last_run",
     "open_store",
+    "state_figures",
     "url_facts",
 ]
 
@@ -103,6 +105,18 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
     from tarantula.store.sqlite.facts import url_facts as own_url_facts
 
     return own_url_facts(config.repository, url)
+
+
+def state_figures(config: CrawlConfig) -> StateFigures:
+    """The crawl report's figures of ``config``'s crawl, read without changing anything (empty
+    when there is no crawl yet). :class:`StoreUnavailable` when the store does not answer."""
+    if config.redis:
+        from tarantula.store.redis import state_figures as shared_figures
+
+        return shared_figures(config)
+    from tarantula.store.sqlite.facts import state_figures as own_figures
+
+    return own_figures(config)
 
 
 def last_run(config: CrawlConfig) -> Run | None:

@@ -12,26 +12,22 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tarantula.core.charts import bar_chart, column_chart, depth_columns, line_chart, nice_ticks
 from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
+from tarantula.core.page import render_html
 from tarantula.core.report import (
     HostFigures,
     ProgressLog,
     RunFigures,
     RunRow,
     Sample,
-    bar_chart,
     build_report,
-    column_chart,
-    depth_columns,
-    line_chart,
-    nice_ticks,
-    read_state,
-    render_html,
     timeline,
 )
 from tarantula.store.sqlite import SqliteStore, state_path
+from tarantula.store.sqlite.facts import read_state
 
 SVG = "{http://www.w3.org/2000/svg}"
 

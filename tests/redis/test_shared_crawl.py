@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -70,6 +71,22 @@ def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_ser
     assert max(fetches.values()) == 1, "a URL fetched twice"
     shares = stored_by(conf, "w1"), stored_by(conf, "w2")
     assert sum(shares) == PAGES and min(shares) > 0, shares
+    # The report covers every worker: the documents, types and outcomes of the one process's.
+    shared_report = (repository / "report.html").read_text(encoding="utf-8")
+    alone_report = (alone.repository / "report.html").read_text(encoding="utf-8")
+    assert ">complete<" in shared_report
+    for key in ("documents", "duplicates"):
+        assert figure(shared_report, key) == figure(alone_report, key), key
+    assert figure(shared_report, "documents") == str(PAGES)
+    assert f'data-label="html" data-value="{PAGES}"' in shared_report
+    assert f'data-label="stored" data-value="{PAGES}"' in shared_report
+
+
+def figure(page: str, key: str) -> str:
+    """A figure of a report page, as shown."""
+    match = re.search(rf'data-key="{key}"><dt>[^<]*</dt><dd>([^<]*)', page)
+    assert match is not None, key
+    return match[1].strip()
 
 
 def test_politeness_holds_across_workers(web, tmp_path, redis_server):

@@ -6,15 +6,14 @@ no optional package: redis-py and hiredis are imported by the modules that talk 
 
 from __future__ import annotations
 
+from tarantula.store.redis.facts import folder_documents, state_figures, url_facts
 from tarantula.store.redis.shared import (
     RedisUnreachable,
     check_reachable,
     crawl_id,
-    folder_documents,
     key_prefix,
     open_shared,
     shared_last_run,
-    url_facts,
 )
 
 __all__ = [
@@ -25,5 +24,6 @@ __all__ = [
     "key_prefix",
     "open_shared",
     "shared_last_run",
+    "state_figures",
     "url_facts",
 ]

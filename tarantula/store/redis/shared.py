@@ -24,13 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tarantula.core.documents import StoredDocument
-from tarantula.core.facts import Met
-from tarantula.core.layout import FOLDER_ID_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.politeness import Politeness
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.redis.lua import lua
@@ -222,36 +218,3 @@ def shared_last_run(config: CrawlConfig) -> Run | None:
 def key_prefix(crawl: str) -> str:
     """The prefix of every key of crawl ``crawl`` (its id is the keys' hash tag)."""
     return f"tarantula:{{{crawl}}}:"
-
-
-def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | str:
-    """The stored documents of repository folder ``root`` in ``config``'s crawl (the records of
-    its folder id), by path, their records cut to the record line, read without writing; a string
-    when the folder has no folder id (or an empty one). :class:`RedisUnreachable` when Redis does
-    not answer."""
-    from redis import RedisError
-
-    from tarantula.store.redis.documents import RedisDocumentStore
-
-    client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
-    try:
-        try:
-            folder_id = read_folder_id(root)
-        except ValueError as exc:  # an empty folder-id file
-            return f"{root}: {exc}"
-        if folder_id is None:
-            path = root / STATE_FOLDER / FOLDER_ID_NAME
-            return f"{root}: not a repository folder of the shared crawl ({path} is missing)"
-        store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
-        found = sorted(store.documents(), key=lambda doc: doc.path)
-    except RedisError as exc:
-        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
-    finally:
-        client.close()
-    return [replace(doc, record=doc.record.partition("\n")[0]) for doc in found]
-
-
-def url_facts(config: CrawlConfig, url: str) -> Met | str:
-    """What a crawl shared through Redis met for ``url``: Redis keeps no outcomes of single URLs,
-    only those of stored documents (and their duplicates)."""
-    return "is shared through Redis, which keeps no outcome of single URLs"

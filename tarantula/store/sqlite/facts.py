@@ -1,14 +1,29 @@
 """What a crawl in one process met, read back from its database without changing it (see
-:mod:`tarantula.store`): the documents of the repository, and what became of one URL."""
+:mod:`tarantula.store`): the documents of the repository, what became of one URL, and the
+figures of the crawl report (:func:`read_state`)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
+from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
 from tarantula.core.facts import Met
-from tarantula.core.frontier import LEASED, QUEUED, url_hash
+from tarantula.core.frontier import LEASED, QUEUED, host_of, url_hash
+from tarantula.core.index import UNKNOWN
+from tarantula.core.report import (
+    FAILED_LISTED,
+    KEPT,
+    SET_ASIDE,
+    RunRow,
+    SeedRow,
+    StateFigures,
+    outcome_class,
+)
+from tarantula.core.urls import UrlRejected, normalize_url
+from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite import state_path
 
 
@@ -52,3 +67,103 @@ def folder_documents(root: Path) -> list[StoredDocument] | str:
         return [StoredDocument(*row) for row in rows]
     finally:
         db.close()
+
+
+def _frontier_outcome(state: int, outcome: str | None) -> str:
+    if state == QUEUED:
+        return "queued"
+    if state == LEASED:
+        return "in flight"
+    return outcome or "done"
+
+
+def _record_type(record: str) -> str:
+    """The ``type`` field of an index record (the sixth of its first line)."""
+    fields = record.partition("\n")[0].split("\t")
+    return fields[5] if len(fields) == 8 else UNKNOWN
+
+
+def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
+    """The figures of the crawl state at ``path`` (empty when there is none), read only.
+
+    It reads every document's record and every URL of the crawl once: seconds per hundred
+    thousand documents."""
+    if not path.exists():
+        return StateFigures()
+    # Not opened with mode=ro: a read-only connection cannot remove the WAL files when it closes,
+    # and would leave them beside a state that the crawl closed cleanly.
+    db = sqlite3.connect(path)
+    try:
+        db.execute("PRAGMA query_only = ON")
+        runs = tuple(
+            RunRow(*row)
+            for row in db.execute(
+                "SELECT id, kind, generation, started, ended, reason FROM runs ORDER BY id"
+            )
+        )
+        generation = runs[-1].generation if runs else 0
+        types: Counter[str] = Counter()
+        pages: Counter[str] = Counter()
+        for url, first_line in db.execute(
+            "SELECT url, substr(record, 1, instr(record || char(10), char(10))) FROM documents"
+        ):
+            types[_record_type(first_line)] += 1
+            pages[host_of(url)] += 1
+        hosts: Counter[tuple[str, str]] = Counter()
+        outcomes: Counter[str] = Counter()
+        depths: Counter[tuple[int, str]] = Counter()
+        for host, depth, state, outcome, count in db.execute(
+            "SELECT host, depth, state, outcome, count(*) FROM urls WHERE generation = ?"
+            " GROUP BY host, depth, state, outcome",
+            (generation,),
+        ):
+            kind = outcome_class(state, outcome)
+            hosts[host, kind] += count
+            depths[depth, kind] += count
+            outcomes[_frontier_outcome(state, outcome)] += count
+        duplicates = db.execute(
+            "SELECT count(*) FROM duplicates WHERE generation = ?", (generation,)
+        ).fetchone()[0]
+        top = tuple(
+            db.execute(
+                "SELECT original, count(*) FROM duplicates WHERE generation = ?"
+                " GROUP BY original ORDER BY count(*) DESC, original LIMIT 10",
+                (generation,),
+            )
+        )
+        seeds = tuple(
+            _seed_row(db, seed, config) for seed in (config.starting_points if config else ())
+        )
+        not_failed = sorted(KEPT | SET_ASIDE)
+        failed = tuple(
+            db.execute(
+                "SELECT u.url, u.outcome, r.url FROM urls AS u LEFT JOIN urls AS r"
+                " ON r.hash = u.referrer WHERE u.generation = ? AND u.state = 2"
+                f" AND u.outcome NOT IN ({', '.join('?' * len(not_failed))})"
+                " ORDER BY u.done LIMIT ?",
+                (generation, *not_failed, FAILED_LISTED),
+            )
+        )
+    finally:
+        db.close()
+    return StateFigures(runs, generation, sum(types.values()), dict(types), dict(pages),
+                        dict(hosts), dict(outcomes), dict(depths), duplicates, top, seeds,
+                        failed)  # fmt: skip
+
+
+def _seed_row(db: sqlite3.Connection, seed: str, config: CrawlConfig | None) -> SeedRow:
+    try:
+        url = normalize_url(seed, sort_query=bool(config and config.sort_query))
+    except UrlRejected:
+        return SeedRow(seed, None, None)
+    row = db.execute("SELECT state, outcome FROM urls WHERE hash = ?", (url_hash(url),)).fetchone()
+    return SeedRow(seed, url, _frontier_outcome(*row) if row else None)
+
+
+def state_figures(config: CrawlConfig) -> StateFigures:
+    """:func:`read_state` of ``config``'s repository; a database that cannot be read is
+    :class:`~tarantula.store.StoreUnavailable`."""
+    try:
+        return read_state(state_path(config.repository), config)
+    except sqlite3.Error as exc:
+        raise StoreUnavailable(f"cannot read {state_path(config.repository)}: {exc}") from None

@@ -1,0 +1,115 @@
+"""What a crawl shared through Redis met, read from Redis without changing it (see
+:mod:`tarantula.store`): a folder's documents, what became of one URL, and the report's figures.
+
+Redis keeps the frontier, the stored documents, the duplicates, the runs and a count of every
+outcome, but no outcome of a single URL (a done URL's record is deleted, its hash stays in the
+seen-set): the report of a shared crawl has its documents, types, hosts' documents, duplicates,
+runs and outcomes by kind, not the per-URL figures (depths, failed URLs, seeds' outcomes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from tarantula.core.documents import StoredDocument
+from tarantula.core.facts import Met
+from tarantula.core.frontier import host_of
+from tarantula.core.index import UNKNOWN
+from tarantula.core.layout import FOLDER_ID_NAME, STATE_FOLDER, read_folder_id
+from tarantula.core.report import RunRow, StateFigures
+from tarantula.store.redis.shared import RedisUnreachable, connect, crawl_id, key_prefix
+
+if TYPE_CHECKING:
+    from tarantula.core.config import CrawlConfig
+
+
+def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | str:
+    """The stored documents of repository folder ``root`` in ``config``'s crawl (the records of
+    its folder id), by path, their records cut to the record line, read without writing; a string
+    when the folder has no folder id (or an empty one). :class:`RedisUnreachable` when Redis does
+    not answer."""
+    from redis import RedisError
+
+    from tarantula.store.redis.documents import RedisDocumentStore
+
+    client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
+    try:
+        try:
+            folder_id = read_folder_id(root)
+        except ValueError as exc:  # an empty folder-id file
+            return f"{root}: {exc}"
+        if folder_id is None:
+            path = root / STATE_FOLDER / FOLDER_ID_NAME
+            return f"{root}: not a repository folder of the shared crawl ({path} is missing)"
+        store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
+        found = sorted(store.documents(), key=lambda doc: doc.path)
+    except RedisError as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
+    finally:
+        client.close()
+    return [replace(doc, record=doc.record.partition("\n")[0]) for doc in found]
+
+
+def url_facts(config: CrawlConfig, url: str) -> Met | str:
+    """What a crawl shared through Redis met for ``url``: Redis keeps no outcomes of single URLs,
+    only those of stored documents (and their duplicates)."""
+    return "is shared through Redis, which keeps no outcome of single URLs"
+
+
+def state_figures(config: CrawlConfig) -> StateFigures:
+    """The report's figures of ``config``'s crawl, from Redis (see the module's docstring), over
+    every worker and folder. :class:`RedisUnreachable` when Redis does not answer."""
+    from redis import RedisError
+
+    from tarantula.store.redis.runs import RedisRunLog, Workers
+
+    client = connect(config.redis, retry_forever=False)
+    prefix = key_prefix(crawl_id(config))
+    try:
+        runs = RedisRunLog(client, prefix, Workers(client, prefix, "", 1.0)).history()
+        generation = runs[-1].generation if runs else 0
+        types: Counter[str] = Counter()
+        pages: Counter[str] = Counter()
+        for url, data in _scan(client, prefix + "docs"):
+            fields = data["record"].partition("\n")[0].split("\t")
+            types[fields[5] if len(fields) == 8 else UNKNOWN] += 1
+            pages[host_of(url)] += 1
+        originals: Counter[str] = Counter(
+            data["original"]
+            for _, data in _scan(client, prefix + "dups")
+            if data.get("generation") == generation
+        )
+        outcomes = {
+            key.decode(): int(value)
+            for key, value in cast("dict[bytes, bytes]", client.hgetall(prefix + "outcome")).items()
+        }
+    except RedisError as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
+    finally:
+        client.close()
+    return StateFigures(
+        runs=tuple(RunRow(r.id, r.kind, r.generation, r.started, r.ended, r.reason) for r in runs),
+        generation=generation,
+        documents=sum(types.values()),
+        types=dict(types),
+        pages=dict(pages),
+        outcomes=outcomes,
+        duplicates=sum(originals.values()),
+        top_duplicates=tuple(sorted(originals.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
+    )
+
+
+def _scan(client: Any, key: str, chunk: int = 1000) -> Any:
+    """The entries of hash ``key``, decoded: (URL, JSON value), ``chunk`` at a time."""
+    from tarantula.store.redis.runs import _decode
+
+    cursor = 0
+    while True:
+        cursor, page = client.hscan(key, cursor, count=chunk)
+        for name, raw in page.items():
+            yield name.decode(), _decode(raw)
+        if cursor == 0:
+            return
