@@ -1,345 +1,29 @@
 """``scrapy merge CONF FOLDER...``: combine the repository folders of a crawl shared through Redis
-into the configured repository (SPEC 9).
-
-Workers with repository folders of their own (on machines of their own, each running the same
-configuration file) each hold a part of the crawl: in Redis, a document's record belongs to the
-folder id of the folder holding its copy (:mod:`tarantula.store.redis.state`). For each FOLDER
-(its ``.tarantula/folder-id`` names it), merge
-
-- puts each of its documents' copies into the repository at the same path: a hard link, or a
-  copy when the two are on different file systems; a file already there with the recorded
-  content stays. The FOLDER's files are never changed or moved;
-- then makes those records belong to the repository's folder, a batch at a time once the batch's
-  files are on disk (a merge cut short leaves each record with a folder that holds its copy), so
-  that a resume, a recrawl and a rewrite of the repository's outputs see them all;
-- lists its duplicates in the repository's ``duplicates.tsv`` instead, copies its WARC files into
-  ``warc/`` (a name the repository has for another file gets the folder id) and adds its WARC
-  captures to the repository's, which later revisit records refer to;
-
-and at last writes the repository's ``index.txt`` and ``duplicates.tsv`` from Redis, each stored
-document once. The repository may itself be one of the FOLDERs. Merging again changes nothing:
-the records are the repository's already.
+into the configured repository (SPEC 9); what it does is :func:`tarantula.store.merge_folders`'s.
 
 It prints one line per record whose copy is missing (that record stays with its folder), a
 summary on stderr, and exits 0, or 1 when copies were missing. It exits 2, changing nothing, for
-a bad configuration file, a configuration without ``<distributed-options> redis``, Redis
-unreachable, no crawl of the configuration in Redis, a FOLDER that is not a folder of a shared
-crawl, or workers still at work (their outputs are being written).
+a bad configuration file, a configuration whose crawl is not shared, a store that does not
+answer, no crawl of the configuration there, a FOLDER that is not a folder of a shared crawl, or
+workers still at work (their outputs are being written); and 2 when a merge stopped half way
+(what was merged stays consistent: run it again).
 """
 
 from __future__ import annotations
 
-import errno
-import filecmp
-import hashlib
 import logging
-import os
-import secrets
-import shutil
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
-from tarantula.core.layout import (
-    CAPTURES_NAME,
-    FOLDER_ID_NAME,
-    OWN_NAMES,
-    STATE_FOLDER,
-    WARC_FOLDER,
-    folder_id_of,
-    read_folder_id,
-)
-from tarantula.core.mirror import _TEMPORARY_PREFIX
-from tarantula.core.repository import Repository
-from tarantula.store.files import sync_filesystem
-from tarantula.store.redis.shared import RedisUnreachable, connect, crawl_id, key_prefix
+from tarantula.store import Merged, StoreUnavailable, merge_folders
 
 if TYPE_CHECKING:
     import argparse
-
-    from redis import Redis
-
-    from tarantula.core.config import CrawlConfig
-    from tarantula.store.redis.documents import RedisDocumentStore
-
-#: How a file came to be in the repository.
-LINKED, COPIED, IN_PLACE = "linked", "copied", "in place"
-
-#: Errors of ``os.link`` that a copy gets around: another file system, or one without hard links.
-_NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP}
-
-
-class MergeError(Exception):
-    """A reason to merge nothing (exit status 2)."""
-
-
-@dataclass
-class Merged:
-    """What a merge did, for the summary line."""
-
-    folders: int = 0
-    documents: int = 0  # records now the repository's (moved here, or its own already)
-    moved: int = 0  # records moved here by this merge
-    linked: int = 0
-    copied: int = 0
-    duplicates: int = 0
-    warc_files: int = 0
-    failed: int = 0  # records not merged: their copies missing or not placed
-
-    def summary(self, root: Path) -> str:
-        parts = [
-            f"{self.folders} folders",
-            f"{self.documents} documents ({self.moved} merged now)",
-            f"{self.linked + self.copied} files copied ({self.linked} as hard links)",
-        ]
-        if self.duplicates:
-            parts.append(f"{self.duplicates} duplicates")
-        if self.warc_files:
-            parts.append(f"{self.warc_files} WARC files")
-        if self.failed:
-            parts.append(f"{self.failed} not merged")
-        return f"Merged into {root}: {', '.join(parts)}"
-
-
-def place(source: Path, target: Path, md5: str | None = None) -> str:
-    """Put the file ``source`` at ``target`` (folders made): a hard link, else a copy, through a
-    temporary name that a resume's sweep removes if a crash leaves it (:mod:`tarantula.core.mirror`).
-    Returns :data:`LINKED`, :data:`COPIED`, or :data:`IN_PLACE` when ``target`` is ``source`` or
-    already holds content of MD5 ``md5``. ``source`` is never changed."""
-    if target.is_file() and (
-        os.path.samefile(source, target) or (md5 is not None and file_md5(target) == md5)
-    ):
-        return IN_PLACE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(
-        f"{_TEMPORARY_PREFIX}{target.name[:64]}.{secrets.token_hex(8)}.tmp"
-    )
-    try:
-        try:
-            os.link(source, temporary)
-            how = LINKED
-        except OSError as exc:
-            if exc.errno not in _NO_LINK:
-                raise
-            shutil.copy2(source, temporary)
-            how = COPIED
-        os.replace(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    return how
-
-
-def file_md5(path: Path) -> str | None:
-    """The MD5 of the file at ``path``, None when it cannot be read."""
-    try:
-        with open(path, "rb", buffering=0) as stream:
-            return hashlib.file_digest(stream, "md5").hexdigest()
-    except OSError:
-        return None
-
-
-def mirror_path_problem(path: str) -> str | None:
-    """Why a record's mirror ``path`` cannot be merged (it leaves the repository, or names one of
-    its own files), None when it can.
-
-    >>> mirror_path_problem("h.test/a/index.html") is None
-    True
-    >>> mirror_path_problem("../x"), mirror_path_problem("index.txt")
-    ('not inside the repository', "one of the repository's own names")
-    """
-    parts = PurePosixPath(path).parts
-    if not parts or PurePosixPath(path).is_absolute() or ".." in parts or "." in parts:
-        return "not inside the repository"
-    if parts[0] in OWN_NAMES:
-        return "one of the repository's own names"
-    return None
-
-
-def folder_ids(folders: list[Path]) -> list[tuple[Path, str]]:
-    """Each FOLDER with its folder id (the first of folders sharing one); :class:`MergeError`
-    names a FOLDER that is missing or that no worker of a shared crawl wrote."""
-    found: dict[str, Path] = {}
-    for folder in folders:
-        if not folder.is_dir():
-            raise MergeError(f"{folder}: no such folder")
-        try:
-            folder_id = read_folder_id(folder)
-        except (OSError, ValueError) as exc:
-            raise MergeError(f"{folder}: {exc}") from None
-        if folder_id is None:
-            raise MergeError(
-                f"{folder}: not a repository folder of a shared crawl "
-                f"({folder / STATE_FOLDER / FOLDER_ID_NAME} is missing)"
-            )
-        found.setdefault(folder_id, folder)
-    return [(folder, folder_id) for folder_id, folder in found.items()]
-
-
-def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, str]],
-          merged: Merged, chunk: int = 500) -> Iterator[str]:  # fmt: skip
-    """Merge ``folders`` (folder, folder id) of the crawl under ``prefix`` into the repository
-    ``target`` (see the module's docstring); yields one line per record not merged (its copy is
-    missing or could not be placed), which stays with its folder."""
-    from tarantula.store.redis.documents import RedisDocumentStore
-    from tarantula.store.redis.runs import last_run
-
-    last = last_run(client, prefix)
-    target.mkdir(parents=True, exist_ok=True)
-    target_id = folder_id_of(target)
-    for folder, folder_id in folders:
-        merged.folders += 1
-        if folder_id == target_id:
-            continue  # the repository itself (or a folder sharing its id)
-        source = RedisDocumentStore(client, prefix, folder_id)
-        yield from _merge_documents(source, folder, target, target_id, merged, chunk)
-        merged.duplicates += source.move_duplicates_to(target_id, chunk)
-        merged.warc_files += merge_warc(folder / WARC_FOLDER, target / WARC_FOLDER, folder_id)
-        merge_captures(folder / STATE_FOLDER / CAPTURES_NAME, target / STATE_FOLDER / CAPTURES_NAME)
-    documents = RedisDocumentStore(client, prefix, target_id)
-    documents.generation = last.generation if last is not None else 1
-    repository = Repository(target)
-    documents.index_path = repository.index
-    documents.duplicates_path = repository.duplicates
-    merged.documents = documents.rewrite_outputs()
-
-
-def _merge_documents(source: RedisDocumentStore, folder: Path, target: Path, target_id: str,
-                     merged: Merged, chunk: int) -> Iterator[str]:  # fmt: skip
-    batch: list[str] = []
-    wrote = False
-
-    def flush() -> None:
-        nonlocal wrote
-        if wrote:  # the copies are on disk before a record says they are here
-            sync_filesystem(target)
-            wrote = False
-        if batch:
-            merged.moved += source.move_to(target_id, batch)
-            batch.clear()
-
-    for doc in source.documents(chunk):
-        copy = folder / doc.path
-        problem = mirror_path_problem(doc.path)
-        if problem is None and not copy.is_file():
-            problem = "missing"
-        if problem is None:
-            try:
-                how = place(copy, target / doc.path, doc.md5)
-            except OSError as exc:
-                problem = f"not copied: {exc.strerror or exc}"
-        if problem is not None:
-            merged.failed += 1
-            yield f"{copy}: {problem} (stored for {doc.url}); not merged"
-            continue
-        if how != IN_PLACE:
-            wrote = True
-            merged.linked += how == LINKED
-            merged.copied += how == COPIED
-        batch.append(doc.url)
-        if len(batch) >= chunk:
-            flush()
-    flush()
-
-
-def merge_warc(source: Path, target: Path, folder_id: str) -> int:
-    """Copy the files of ``source`` (a folder's ``warc/``) into ``target``; a file whose content
-    is there already (merged before) is not copied again, and one whose name the target has for
-    other content gets the folder id in its name. Returns how many were copied."""
-    if not source.is_dir():
-        return 0
-    placed = 0
-    for path in sorted(p for p in source.iterdir() if p.is_file()):
-        if _copy_in(path, target) is not None:
-            continue
-        name = path.name
-        base, dot, extension = name.partition(".")
-        serial = 1
-        while (target / name).exists():
-            suffix = folder_id if serial == 1 else f"{folder_id}-{serial}"
-            name = f"{base}-{suffix}{dot}{extension}"
-            serial += 1
-        place(path, target / name)
-        placed += 1
-    return placed
-
-
-def _copy_in(path: Path, folder: Path) -> Path | None:
-    """A file of ``folder`` with the content of ``path``, if there is one."""
-    if not folder.is_dir():
-        return None
-    size = path.stat().st_size
-    for other in folder.iterdir():
-        if not other.is_file() or other.stat().st_size != size:
-            continue
-        if os.path.samefile(path, other) or filecmp.cmp(path, other, shallow=False):
-            return other
-    return None
-
-
-def merge_captures(source: Path, target: Path) -> None:
-    """Add the WARC captures of ``source`` to ``target``: each URL's latest capture wins (lines
-    ``url<TAB>date<TAB>record-id<TAB>payload-digest``, dates in ISO form; a line cut short by a
-    kill is left out, as :class:`tarantula.core.warc.Captures` reads them)."""
-    if not source.is_file():
-        return
-    latest: dict[str, str] = {}  # URL -> date, in the target
-    if target.is_file():
-        latest = {url: date for url, date, _ in _captures(target)}
-    lines = [line for url, date, line in _captures(source) if date > latest.get(url, "")]
-    if not lines:
-        return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "ab") as out:
-        if out.tell() and not _ends_with_newline(target):
-            out.write(b"\n")
-        out.writelines(lines)
-
-
-def _captures(path: Path) -> Iterator[tuple[str, str, bytes]]:
-    with open(path, "rb") as stream:
-        for line in stream:
-            fields = line.split(b"\t")
-            if line.endswith(b"\n") and len(fields) == 4:
-                yield fields[0].decode("utf-8", "replace"), fields[1].decode("latin-1"), line
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as stream:
-        stream.seek(-1, os.SEEK_END)
-        return stream.read(1) == b"\n"
-
-
-def open_crawl(config: CrawlConfig) -> tuple[Redis, str]:
-    """A client of ``config``'s Redis and the prefix of its crawl's keys; :class:`MergeError` when
-    there is no crawl of it there or workers are at work on it."""
-    from tarantula.store.redis.runs import Workers, last_run
-
-    crawl = crawl_id(config)
-    prefix = key_prefix(crawl)
-    client = connect(config.redis, retry_forever=False)
-    try:
-        if last_run(client, prefix) is None:
-            raise MergeError(
-                f"Redis at {config.redis} holds no crawl {crawl} (the id of a crawl is its "
-                f"configuration file's name and a digest of its starting points)"
-            )
-        live = Workers(client, prefix, "").live()
-        if live:
-            raise MergeError(
-                f"workers are at work on the crawl ({', '.join(sorted(live))}): merge once they "
-                f"have stopped"
-            )
-    except BaseException:
-        client.close()
-        raise
-    return client, prefix
 
 
 class Command(ScrapyCommand):
@@ -360,32 +44,13 @@ class Command(ScrapyCommand):
             return
         merged = Merged()
         try:
-            if not config.redis:
-                raise MergeError(
-                    "no <distributed-options> redis: merge combines the folders of a crawl "
-                    "shared through Redis"
-                )
-            folders = folder_ids([Path(folder) for folder in args[1:]])
-            client, prefix = open_crawl(config)
-        except (MergeError, RedisUnreachable) as exc:
+            for problem in merge_folders(config, [Path(folder) for folder in args[1:]], merged):
+                print(problem)
+        except (StoreUnavailable, OSError) as exc:
+            sys.stdout.flush()
             tell(self, f"{config.path}: error: {exc}", logging.ERROR)
             self.exitcode = 2
             return
-        from redis import RedisError
-
-        try:
-            for problem in merge(client, prefix, config.repository, folders, merged):
-                print(problem)
-        except (RedisError, OSError) as exc:
-            # What was merged before stays consistent (see merge's batches): a second run ends it.
-            sys.stdout.flush()
-            where = f"Redis at {config.redis}" if isinstance(exc, RedisError) else "a file"
-            tell(self, f"{config.path}: error: the merge stopped, {where} failed ({exc}); "
-                       "run it again once that is mended", logging.ERROR)  # fmt: skip
-            self.exitcode = 2
-            return
-        finally:
-            client.close()
         sys.stdout.flush()
         print(merged.summary(config.repository), file=sys.stderr)
         self.exitcode = 1 if merged.failed else 0

@@ -17,6 +17,7 @@ it. :func:`open_store` is the one place that picks the backend, from the configu
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from tarantula.store.contract import (
     CrawlStore,
     DocumentStore,
     Frontier,
+    Merged,
     RunLog,
     StoreUnavailable,
 )
@@ -40,11 +42,13 @@ __all__ = [
     "CrawlStore",
     "DocumentStore",
     "Frontier",
+    "Merged",
     "RunLog",
     "StoreUnavailable",
     "check_store",
     "folder_documents",
     "last_run",
+    "merge_folders",
     "open_store",
     "state_figures",
     "url_facts",
@@ -117,6 +121,15 @@ def state_figures(config: CrawlConfig) -> StateFigures:
     from tarantula.store.sqlite.facts import state_figures as own_figures
 
     return own_figures(config)
+
+
+def merge_folders(config: CrawlConfig, folders: list[Path], merged: Merged) -> Iterator[str]:
+    """Merge the repository folders ``folders`` of ``config``'s crawl, shared by workers with
+    folders of their own, into its repository; one line per record not merged. Only a crawl
+    shared through Redis has folders to merge (:class:`StoreUnavailable` otherwise)."""
+    from tarantula.store.redis.merge import merge_folders as merge_shared
+
+    return merge_shared(config, folders, merged)
 
 
 def last_run(config: CrawlConfig) -> Run | None:

@@ -4,6 +4,8 @@ caller holds it by. Imports no backend."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -189,3 +191,31 @@ class CrawlStore(Protocol):
 
     def close(self) -> None:
         """Release the store's connections and files."""
+
+
+@dataclass
+class Merged:
+    """What a merge did, for the summary line."""
+
+    folders: int = 0
+    documents: int = 0  # records now the repository's (moved here, or its own already)
+    moved: int = 0  # records moved here by this merge
+    linked: int = 0
+    copied: int = 0
+    duplicates: int = 0
+    warc_files: int = 0
+    failed: int = 0  # records not merged: their copies missing or not placed
+
+    def summary(self, root: Path) -> str:
+        parts = [
+            f"{self.folders} folders",
+            f"{self.documents} documents ({self.moved} merged now)",
+            f"{self.linked + self.copied} files copied ({self.linked} as hard links)",
+        ]
+        if self.duplicates:
+            parts.append(f"{self.duplicates} duplicates")
+        if self.warc_files:
+            parts.append(f"{self.warc_files} WARC files")
+        if self.failed:
+            parts.append(f"{self.failed} not merged")
+        return f"Merged into {root}: {', '.join(parts)}"

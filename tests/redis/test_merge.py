@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from tarantula.commands.merge import Merged, MergeError, folder_ids, merge, open_crawl
 from tarantula.commands.verify import verify
 from tarantula.core.config import CrawlConfig, load_config
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import parse_index
 from tarantula.core.layout import OWN_NAMES, folder_id_of
 from tarantula.demo.server import RequestRecord, Resource
+from tarantula.store import Merged
 from tarantula.store.redis.documents import RedisDocumentStore
+from tarantula.store.redis.merge import MergeError, folder_ids, merge, open_crawl
 from tarantula.store.redis.runs import RedisRunLog, Workers
 from tarantula.store.redis.shared import crawl_id, key_prefix
 from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
