@@ -31,32 +31,11 @@ DOCUMENT_KEYS = (
 )  # fmt: skip
 
 
-_CLAIM_CONTENT = lua("time", "documents", "claim_content")
-
-_RELEASE = lua("time", "documents", "release")
-
-_CLAIM_PAGE = lua("time", "documents", "claim_page")
-
-_STORE = lua("time", "documents", "store")
-
-_KEEP = lua("time", "documents", "keep")
-
-_REMOVE = lua("time", "documents", "remove")
-
-_ADD_DUPLICATE = lua("time", "documents", "add_duplicate")
-
-_MOVE = lua("time", "documents", "move")
-
+#: The scripts by name, each after the libraries it uses (``lua/``).
 _DOCUMENT_SCRIPTS = {
-    "claim_content": _CLAIM_CONTENT,
-    "release": _RELEASE,
-    "claim_page": _CLAIM_PAGE,
-    "store": _STORE,
-    "keep": _KEEP,
-    "remove": _REMOVE,
-    "add_duplicate": _ADD_DUPLICATE,
-    "move": _MOVE,
-}
+    name: lua("time", "documents", name)
+    for name in ("claim_content", "release", "claim_page", "store", "keep", "remove", "add_duplicate", "move")
+}  # fmt: skip
 
 
 #: Seconds an answer to placed() taken with a content claim serves the mirror (see

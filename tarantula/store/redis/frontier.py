@@ -46,35 +46,11 @@ KEYS = (
 )  # fmt: skip
 
 
-_PUSH = lua("time", "frontier", "push")
-
-_LEASE = lua("time", "frontier", "lease")
-
-_ACK = lua("time", "frontier", "ack")
-
-_EXTEND = lua("time", "frontier", "extend")
-
-_GIVE_BACK = lua("time", "frontier", "give_back")
-
-_RETURN_LEASES = lua("time", "frontier", "return_leases")
-
-_PAUSE = lua("time", "frontier", "pause")
-
-_DROP = lua("time", "frontier", "drop")
-
-_REAP = lua("time", "frontier", "reap")
-
+#: The scripts by name, each after the libraries it uses (``lua/``).
 _SCRIPTS = {
-    "push": _PUSH,
-    "lease": _LEASE,
-    "ack": _ACK,
-    "extend": _EXTEND,
-    "give_back": _GIVE_BACK,
-    "return_leases": _RETURN_LEASES,
-    "pause": _PAUSE,
-    "drop": _DROP,
-    "reap": _REAP,
-}
+    name: lua("time", "frontier", name)
+    for name in ("push", "lease", "ack", "extend", "give_back", "return_leases", "pause", "drop", "reap")
+}  # fmt: skip
 
 #: Links' pushes held for the next call to Redis before they are sent on their own.
 MAX_UNSENT = 256
