@@ -61,7 +61,6 @@ class FrontierScheduler(BaseScheduler):
         self.context = context
         self.frontier = context.frontier
         self.politeness = context.politeness
-        self.politeness.on_release = self.frontier.release
         self.stats = crawler.stats
         self.commit_interval = commit_interval
         self.limit = max(context.config.max_page_number, 0)

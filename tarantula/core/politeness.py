@@ -75,7 +75,8 @@ class Politeness:
     """The politeness state of every host of a crawl. Times are ``time.monotonic()`` seconds."""
 
     def __init__(self, delay: float = 1.0, delay_factor: float = 0.0, concurrency: int = 1,
-                 host_failures: int = 5, max_wait: float = 600.0, backoff_base: float = 1.0) -> None:  # fmt: skip
+                 host_failures: int = 5, max_wait: float = 600.0, backoff_base: float = 1.0,
+                 on_release: Callable[[str], None] | None = None) -> None:  # fmt: skip
         self.delay = delay
         self.delay_factor = delay_factor
         self.concurrency = concurrency
@@ -84,7 +85,7 @@ class Politeness:
         self.backoff_base = backoff_base
         self.hosts: dict[str, Host] = {}
         #: Called with a host name when one of its requests is done (the frontier listens).
-        self.on_release: Callable[[str], None] | None = None
+        self.on_release = on_release
 
     def host(self, name: str) -> Host:
         host = self.hosts.get(name)

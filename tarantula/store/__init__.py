@@ -70,7 +70,8 @@ def open_store(config: CrawlConfig, root: Path, *, worker: str | None = None,
 
     store = SqliteStore(None if in_memory else root, config.traversal_algorithm)
     politeness = Politeness(config.delay, config.delay_factor, config.host_concurrency,
-                            config.host_failures, config.max_retry_after)  # fmt: skip
+                            config.host_failures, config.max_retry_after,
+                            on_release=store.frontier.release)  # fmt: skip
     return store, politeness
 
 

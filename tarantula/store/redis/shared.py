@@ -194,7 +194,7 @@ def open_shared(
     )  # fmt: skip
     politeness = SharedPoliteness(
         state.frontier, config.delay, config.delay_factor, config.host_concurrency,
-        config.host_failures, config.max_retry_after,
+        config.host_failures, config.max_retry_after, on_release=state.frontier.release,
     )  # fmt: skip
     return state, politeness
 
