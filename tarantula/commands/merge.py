@@ -1,6 +1,10 @@
 """``scrapy merge CONF FOLDER...``: combine the repository folders of a crawl shared through Redis
 into the configured repository (SPEC 9); what it does is :func:`tarantula.store.merge_folders`'s.
 
+The merged repository then gets its outputs: ``browse/`` brought in line with every document
+merged (``browsable``) and ``report.html`` from the crawl's figures and every FOLDER's progress log
+(``report``).
+
 It prints one line per record whose copy is missing (that record stays with its folder), a
 summary on stderr, and exits 0, or 1 when copies were missing. It exits 2, changing nothing, for
 a bad configuration file, a configuration whose crawl is not shared, a store that does not
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,10 +25,16 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
-from tarantula.store import Merged, StoreUnavailable, merge_folders
+from tarantula.core.layout import REPORT_NAME, STATE_FOLDER
+from tarantula.core.page import render_html, write_report
+from tarantula.core.report import PROGRESS_NAME, ProgressLog, build_report, combined
+from tarantula.core.rules import UrlRules
+from tarantula.store import Merged, StoreUnavailable, merge_folders, open_browse, state_figures
 
 if TYPE_CHECKING:
     import argparse
+
+    from tarantula.core.config import CrawlConfig
 
 
 class Command(ScrapyCommand):
@@ -43,9 +54,11 @@ class Command(ScrapyCommand):
         if config is None:
             return
         merged = Merged()
+        folders = [Path(folder) for folder in args[1:]]
         try:
-            for problem in merge_folders(config, [Path(folder) for folder in args[1:]], merged):
+            for problem in merge_folders(config, folders, merged):
                 print(problem)
+            write_outputs(config, folders)
         except (StoreUnavailable, OSError) as exc:
             sys.stdout.flush()
             tell(self, f"{config.path}: error: {exc}", logging.ERROR)
@@ -54,3 +67,16 @@ class Command(ScrapyCommand):
         sys.stdout.flush()
         print(merged.summary(config.repository), file=sys.stderr)
         self.exitcode = 1 if merged.failed else 0
+
+
+def write_outputs(config: CrawlConfig, folders: list[Path]) -> None:
+    """The merged repository's ``browse/`` and ``report.html``, as a crawl's end writes them."""
+    if config.browsable:
+        open_browse(config, None, config.repository, UrlRules(config).normalize).close()
+    if config.report:
+        samples, figures = combined(
+            [ProgressLog(folder / STATE_FOLDER / PROGRESS_NAME) for folder in folders]
+        )
+        report = build_report(config, state_figures(config), samples, figures,
+                              generated=time.time())  # fmt: skip
+        write_report(config.repository / REPORT_NAME, render_html(report))

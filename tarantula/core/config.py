@@ -184,12 +184,6 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
     for name, feature, extra in (("warc", "warc = yes", "warc"), ("redis", "'redis'", "redis")):
         if reader.values.get(name) and (problem := missing_extra(feature, extra)):
             reader.error(reader.first_seen[name], problem)
-    if reader.values.get("redis") and reader.values.get("browsable"):
-        reader.error(
-            reader.first_seen["browsable"],
-            "browsable = yes is not available in a crawl shared through Redis yet: run it in one "
-            "process, or leave browsable out",
-        )
     if reader.errors:
         display = str(path) if display_name is None else display_name
         starts = [0, *(m.end() for m in re.finditer("\n", reader.text))]

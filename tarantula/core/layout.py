@@ -31,6 +31,10 @@ STATS_NAME = "stats.json"  # the last run's final Scrapy stats, in the state fol
 #: The captures of the WARC files (URL, date, digest), in the state folder: what a recrawl's 304
 #: revisit records refer to.
 CAPTURES_NAME = "warc-captures.tsv"
+#: The database keeping the bookkeeping of ``browse/`` in a folder of a crawl shared through
+#: Redis, and the lock its writers take turns with, in the state folder.
+BROWSE_STATE_NAME = "browse.db"
+BROWSE_LOCK_NAME = "browse.lock"
 #: The file in the state folder naming the repository folder in a shared crawl.
 FOLDER_ID_NAME = "folder-id"
 #: Top-level names of the repository that are not mirrored documents.

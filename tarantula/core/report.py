@@ -219,12 +219,14 @@ class RunFigures:
 
 @dataclass(frozen=True)
 class Sample:
-    """The crawl at one moment of a run: documents in the repository, responses of the run."""
+    """The crawl at one moment of a run: documents in the repository, responses of the run (of
+    ``worker``'s process, in a crawl shared by several)."""
 
     time: float  # epoch seconds
     run: int
     documents: int
     fetched: int
+    worker: str = ""
 
 
 class ProgressLog:
@@ -232,6 +234,8 @@ class ProgressLog:
 
     Lines are appended (a kill can cut the last one, which is skipped when read). A run that starts
     a crawl or a recrawl starts a new log; a resume adds to it, so the log covers the whole crawl.
+    The workers of a shared crawl that write one folder write one log, each line naming its
+    worker; :meth:`read` adds their figures up (:func:`combined`).
 
     >>> import tempfile
     >>> log = ProgressLog(Path(tempfile.mkdtemp()) / "progress.jsonl")
@@ -256,30 +260,78 @@ class ProgressLog:
             log.write(json.dumps(entry, separators=(",", ":")) + "\n")
 
     def sample(self, sample: Sample) -> None:
-        entry = {"t": round(sample.time, 3), "run": sample.run, "documents": sample.documents,
-                 "fetched": sample.fetched}  # fmt: skip
+        entry: dict[str, Any] = {
+            "t": round(sample.time, 3),
+            "run": sample.run,
+            "documents": sample.documents,
+            "fetched": sample.fetched,
+        }
+        if sample.worker:
+            entry["w"] = sample.worker
         self._append(entry)
 
-    def run_ended(self, run: int, figures: RunFigures) -> None:
-        self._append({"run": run, "figures": figures.to_json()})
+    def run_ended(self, run: int, figures: RunFigures, worker: str = "") -> None:
+        entry: dict[str, Any] = {"run": run, "figures": figures.to_json()}
+        if worker:
+            entry["w"] = worker
+        self._append(entry)
 
-    def read(self) -> tuple[list[Sample], dict[int, RunFigures]]:
+    def entries(self) -> tuple[list[Sample], list[tuple[int, RunFigures]]]:
+        """The samples and the run figures, as written."""
         samples: list[Sample] = []
-        figures: dict[int, RunFigures] = {}
+        figures: list[tuple[int, RunFigures]] = []
         if not self.path.exists():
             return samples, figures
         for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
                 if "figures" in entry:
-                    figures[int(entry["run"])] = RunFigures.from_json(entry["figures"])
+                    figures.append((int(entry["run"]), RunFigures.from_json(entry["figures"])))
                 else:
-                    sample = Sample(float(entry["t"]), int(entry["run"]),
-                                    int(entry["documents"]), int(entry["fetched"]))  # fmt: skip
+                    sample = Sample(float(entry["t"]), int(entry["run"]), int(entry["documents"]),
+                                    int(entry["fetched"]), str(entry.get("w", "")))  # fmt: skip
                     samples.append(sample)
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # a line cut by a kill
         return samples, figures
+
+    def read(self) -> tuple[list[Sample], dict[int, RunFigures]]:
+        """The crawl's samples and each run's figures, every worker's added up."""
+        return combined([self])
+
+
+def combined(logs: Sequence[ProgressLog]) -> tuple[list[Sample], dict[int, RunFigures]]:
+    """The samples and run figures of ``logs`` (one folder's, or the folders merged into one
+    repository) as one process's: a run's figures are the sum of its workers'; a sample at each
+    moment a worker sampled, with the latest documents count any worker saw and the sum of each
+    worker's latest responses in that run.
+
+    >>> import tempfile
+    >>> log = ProgressLog(Path(tempfile.mkdtemp()) / "progress.jsonl")
+    >>> for s in (Sample(1.0, 1, 0, 0, "a"), Sample(2.0, 1, 2, 0, "b"), Sample(3.0, 1, 5, 4, "a")):
+    ...     log.sample(s)
+    >>> log.run_ended(1, RunFigures(fetched=4), "a"); log.run_ended(1, RunFigures(fetched=3), "b")
+    >>> samples, figures = log.read()
+    >>> [(s.time, s.documents, s.fetched) for s in samples], figures[1].fetched
+    ([(1.0, 0, 0), (2.0, 2, 0), (3.0, 5, 4)], 7)
+    """
+    samples: list[Sample] = []
+    figures: dict[int, RunFigures] = {}
+    for log in logs:
+        own_samples, own_figures = log.entries()
+        samples.extend(own_samples)
+        for run, run_figures in own_figures:
+            figures[run] = figures[run] + run_figures if run in figures else run_figures
+    if all(not s.worker for s in samples):
+        return samples, figures  # one process's log, as written
+    latest: dict[tuple[int, str], Sample] = {}
+    merged = []
+    for sample in sorted(samples, key=lambda s: s.time):
+        latest[(sample.run, sample.worker)] = sample
+        own = [s for (run, _), s in latest.items() if run == sample.run]
+        merged.append(Sample(sample.time, sample.run, max(s.documents for s in own),
+                             sum(s.fetched for s in own)))  # fmt: skip
+    return merged, figures
 
 
 # -- the crawl state ------------------------------------------------------------------------------

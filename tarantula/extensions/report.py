@@ -6,7 +6,11 @@ run) every few seconds into the progress log beside the crawl state
 resume adds to it. When the run closes, however it ends (the frontier is empty, ``time-limit``,
 ``max-page-number``, Ctrl-C), the run's counters go into the log too, and the report is built from
 the crawl state, the log and those counters (:mod:`tarantula.core.report`) and written atomically.
-So a resumed crawl's report covers the whole crawl. A run that is killed (``kill -9``, a second
+So a resumed crawl's report covers the whole crawl. The workers of a crawl shared through Redis
+that write one folder add to one log, each line naming its worker, and the report adds their
+counters up: the last worker to end writes the report of every worker (a folder of a worker's own
+has that worker's counters; ``scrapy merge`` writes the merged repository's from every folder's
+log). A run that is killed (``kill -9``, a second
 Ctrl-C) writes no report; the next run's report covers it, but for that run's counters.
 
 Settings: the configuration's ``report`` (off: :class:`NotConfigured`); a crawl state kept in
@@ -77,7 +81,7 @@ class CrawlReport:
         if run is None:
             return
         self.run = run.id
-        if run.kind != "resume":
+        if run.kind != "resume" and not run.joined:  # a worker joining adds to the log
             self.log.reset()
         self.sample()
         self._sampler = create_looping_call(self.sample)
@@ -101,7 +105,7 @@ class CrawlReport:
         self._due = now + 100 * (time.monotonic() - now)
         current = (documents, self._fetched())
         if current != self._last:
-            self.log.sample(Sample(time.time(), self.run, *current))
+            self.log.sample(Sample(time.time(), self.run, *current, self.context.store.worker))
             self._last = current
 
     def figures(self) -> RunFigures:
@@ -125,8 +129,9 @@ class CrawlReport:
             config = self.context.config
             state = state_figures(config)
             figures = self.figures()
-            self.log.sample(Sample(time.time(), self.run, state.documents, figures.fetched))
-            self.log.run_ended(self.run, figures)
+            worker = self.context.store.worker
+            self.log.sample(Sample(time.time(), self.run, state.documents, figures.fetched, worker))
+            self.log.run_ended(self.run, figures, worker)
             samples, runs = self.log.read()
             summary = self.crawler.get_extension(CrawlSummary)
             report = build_report(config, state, samples, runs,

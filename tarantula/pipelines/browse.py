@@ -8,6 +8,10 @@ the time; when a run opens and closes, ``browse/`` is brought in line with the c
 (documents a recrawl removed, documents stored while ``browsable`` was off or lost to a kill).
 Files are written once the crawl state that records them is committed.
 
+In a crawl shared through Redis, ``browse/`` of the worker's folder is brought in line with the
+folder's documents in passes, spaced the same way, and once more as the worker ends
+(:mod:`tarantula.store.browse`): the last worker out leaves it whole.
+
 Off unless ``browsable`` is yes, and for a crawl whose state is kept in memory (``scrapy check``).
 
 Stats: ``tarantula/browse/converted`` (pages and style sheets written), ``tarantula/browse/copied``
@@ -23,11 +27,14 @@ from scrapy.exceptions import NotConfigured
 
 from tarantula.context import CrawlContext, context_of
 from tarantula.items import Document
-from tarantula.store.sqlite.browse import BrowseMirror
+from tarantula.store import open_browse
 
 if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
+
+    from tarantula.store.browse import FolderBrowse
+    from tarantula.store.sqlite.browse import BrowseMirror
 
 #: Seconds between two updates of the pages whose link targets arrived meanwhile: a hub page
 #: is written again at most this often, not once per target.
@@ -43,28 +50,23 @@ class BrowsePipeline:
         self.context = context
         self.interval = interval
         self.share = UPDATE_SHARE
-        self.mirror: BrowseMirror | None = None
+        self.mirror: BrowseMirror | FolderBrowse | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BrowsePipeline:
         context = context_of(crawler)
         if not context.config.browsable:
             raise NotConfigured  # browsable = no (a reason would be logged as a warning)
-        if context.store.in_memory or context.store.local is None:
-            raise NotConfigured  # nothing kept (scrapy check), or no database for its bookkeeping
+        if context.store.in_memory:
+            raise NotConfigured  # nothing kept (scrapy check)
         return cls(crawler, context, UPDATE_INTERVAL)
 
     def open_spider(self, spider: Spider | None = None) -> None:
         # The scheduler has opened the run (fresh crawl, resume or recrawl) by now.
-        assert self.context.store.local is not None  # see from_crawler
-        self.mirror = BrowseMirror(
-            self.context.store.local,
-            self.context.repository.root,
-            self.context.rules.normalize,
-            interval=self.interval,
-            share=self.share,
-            count=self._count,
-        )
+        context = self.context
+        self.mirror = open_browse(context.config, context.store, context.repository.root,
+                                  context.rules.normalize, interval=self.interval,
+                                  share=self.share, count=self._count)  # fmt: skip
         self.mirror.open()
 
     def process_item(self, item: object, spider: Spider | None = None) -> object:

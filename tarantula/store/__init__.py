@@ -17,7 +17,7 @@ it. :func:`open_store` is the one place that picks the backend, from the configu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from tarantula.core.politeness import Politeness
     from tarantula.core.report import StateFigures
     from tarantula.core.state import Run
+    from tarantula.store.browse import FolderBrowse
+    from tarantula.store.sqlite.browse import BrowseMirror
 
 __all__ = [
     "CrawlStore",
@@ -49,6 +51,7 @@ __all__ = [
     "folder_documents",
     "last_run",
     "merge_folders",
+    "open_browse",
     "open_store",
     "state_figures",
     "url_facts",
@@ -73,6 +76,27 @@ def open_store(config: CrawlConfig, root: Path, *, worker: str | None = None,
                             config.host_failures, config.max_retry_after,
                             on_release=store.frontier.release)  # fmt: skip
     return store, politeness
+
+
+def open_browse(config: CrawlConfig, store: CrawlStore | None, root: Path,
+                normalize: Callable[[str], str], *, interval: float = 10.0, share: float = 0.2,
+                count: Callable[[str, int], None] | None = None,
+                ) -> BrowseMirror | FolderBrowse:  # fmt: skip
+    """What keeps ``browse/`` of repository folder ``root`` in line with ``config``'s crawl (SPEC
+    11): a store with a database of its own (one process) keeps it document by document as they
+    are stored; a folder several processes write (a shared crawl's, a merged repository, with
+    ``store`` None outside a crawl) is brought in line in passes (:mod:`tarantula.store.browse`).
+    ``interval`` and ``share`` space the updates; ``count(event, n)`` counts what they do."""
+    if store is not None and store.local is not None:
+        from tarantula.store.sqlite.browse import BrowseMirror
+
+        return BrowseMirror(store.local, root, normalize, interval=interval, share=share,
+                            count=count)  # fmt: skip
+    from tarantula.store.browse import FolderBrowse
+
+    return FolderBrowse(root, lambda: folder_documents(config, root), normalize,
+                        commit=store.commit if store is not None else lambda: None,
+                        interval=interval, share=share, count=count)  # fmt: skip
 
 
 def check_store(config: CrawlConfig) -> None:

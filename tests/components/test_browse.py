@@ -3,9 +3,12 @@ and a real crawl state: what browse/ holds after each stored document, each comm
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from scrapy.exceptions import NotConfigured
@@ -13,9 +16,11 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from tarantula.core.config import CrawlConfig
+from tarantula.core.documents import StoredDocument
 from tarantula.pipelines.browse import BrowsePipeline
 from tarantula.pipelines.index import IndexPipeline
 from tarantula.pipelines.mirror import MirrorPipeline
+from tarantula.store.browse import FolderBrowse
 from tarantula.store.sqlite import browse as browse_module
 from tests.helpers.components import (
     PROJECT_SETTINGS,
@@ -24,6 +29,7 @@ from tests.helpers.components import (
     OtherSpider,
     crawl_config,
     document,
+    md5_of,
 )
 
 
@@ -243,3 +249,74 @@ def test_a_host_named_like_an_output_folder_is_mirrored_apart_and_verifies(crawl
     assert run.page("%%index%2Etxt/a.html") == '<a href="../%25%25browse/x.html">x</a>'
     assert sorted(p.name for p in (run.root / "browse").iterdir()) == ["%%browse", "%%index%2Etxt"]
     assert list(verify(config)) == []
+
+
+# -- a folder several processes write (a crawl shared through Redis, a merged repository) --------
+
+
+class Folder:
+    """A folder whose documents another process stores: ``documents`` is what its store lists."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.documents: list[StoredDocument] = []
+
+    def store(self, url: str, path: str, body: bytes, doc_type: str = "html") -> None:
+        (self.root / path).parent.mkdir(parents=True, exist_ok=True)
+        (self.root / path).write_bytes(body)
+        record = f"0\t{url}\t{url}\t-\tutf-8\t{doc_type}\t-\t-\n"
+        self.documents.append(StoredDocument(url, path, md5_of(body), None, None, record))
+
+    def browse(self, **options: Any) -> FolderBrowse:
+        return FolderBrowse(self.root, lambda: list(self.documents), lambda url: url, **options)
+
+    def page(self, path: str) -> str:
+        return (self.root / "browse" / path).read_text(encoding="utf-8")
+
+
+def test_a_shared_folder_is_brought_in_line_with_its_documents_in_passes(tmp_path: Path):
+    folder = Folder(tmp_path)
+    counted: Counter[str] = Counter()
+    browse = folder.browse(interval=3600, count=lambda event, n: counted.update({event: n}))
+    folder.store(A, "a.test/index.html", HOME)
+    browse.open()
+    assert folder.page("a.test/index.html") == (
+        '<title>Home</title><a href="http://a.test/b.html">B</a> <a href="http://a.test/c.pdf">C</a>'
+    )
+    folder.store(B, "a.test/b.html", b'<a href="/">home</a>')  # by another worker
+    browse.update_if_due()
+    assert "http://a.test/b.html" in folder.page("a.test/index.html")  # not due yet
+
+    folder.store(C, "a.test/c.pdf", b"%PDF-1.4", doc_type="pdf")
+    browse.close()  # the last pass: every document the folder holds
+    assert folder.page("a.test/index.html") == (
+        '<title>Home</title><a href="b.html">B</a> <a href="c.pdf">C</a>'
+    )
+    assert folder.page("a.test/b.html") == '<a href="index.html">home</a>'
+    assert os.path.samefile(tmp_path / "a.test/c.pdf", tmp_path / "browse/a.test/c.pdf")
+    assert counted == {"converted": 3, "updated": 1, "copied": 1}  # the home page twice
+
+    folder.documents.pop()  # a recrawl removed the PDF: its copy goes, the link is its URL again
+    folder.browse().close()
+    assert not (tmp_path / "browse/a.test/c.pdf").exists()
+    assert '<a href="http://a.test/c.pdf">C</a>' in folder.page("a.test/index.html")
+
+
+def test_a_pass_during_the_crawl_is_skipped_while_another_process_makes_one(tmp_path: Path):
+    folder = Folder(tmp_path)
+    folder.store(A, "a.test/index.html", HOME)
+    browse = folder.browse(interval=0.0)
+    (tmp_path / ".tarantula").mkdir()
+    with (tmp_path / ".tarantula/browse.lock").open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as another worker's pass holds it
+        assert browse.update(wait=False) is False
+        assert not (tmp_path / "browse").exists()
+        fcntl.flock(held, fcntl.LOCK_UN)
+    assert browse.update(wait=False) is True
+    assert (tmp_path / "browse/a.test/index.html").is_file()
+
+
+def test_a_folder_with_no_crawl_gets_no_browse_copy(tmp_path: Path):
+    browse = FolderBrowse(tmp_path, lambda: "no crawl here", lambda url: url)
+    assert browse.update(wait=True) is True
+    assert not (tmp_path / "browse").exists()

@@ -393,12 +393,6 @@ def test_config_is_frozen() -> None:
             "c.conf:3:17: error: 'lease-timeout' must be at least 1, got '0'",
         ),
         (
-            SEED
-            + '<output-options>\nbrowsable = yes;\n<distributed-options>\nredis = "redis://h";',
-            "c.conf:3:1: error: browsable = yes is not available in a crawl shared through Redis "
-            "yet: run it in one process, or leave browsable out",
-        ),
-        (
             SEED + "threads = 2;",
             "c.conf:2:1: error: 'threads' belongs in <multithreading-options>, "
             "not <crawler-options>",

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -40,3 +41,19 @@ def shared_conf(folder: Path, seed: str, redis: RedisServer, **keys: object) -> 
 
 def link_lines(index: Path) -> dict[str, tuple[tuple[str, str], ...]]:
     return {r.url: r.links for r in parse_index(index.read_text(encoding="utf-8"))}
+
+
+def figure(page: str, key: str) -> str:
+    """A figure of a report page, as shown."""
+    match = re.search(rf'data-key="{key}"><dt>[^<]*</dt><dd>([^<]*)', page)
+    assert match is not None, key
+    return match[1].strip()
+
+
+def browse_files(root: Path) -> dict[str, bytes]:
+    """The files of ``root``'s ``browse/``, by path."""
+    return {
+        str(p.relative_to(root / "browse")): p.read_bytes()
+        for p in (root / "browse").rglob("*")
+        if p.is_file()
+    }

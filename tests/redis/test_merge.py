@@ -25,7 +25,14 @@ from tarantula.store.redis.runs import RedisRunLog, Workers
 from tarantula.store.redis.shared import crawl_id, key_prefix
 from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisServer, free_port
-from tests.helpers.shared import finish, link_lines, shared_conf, start_worker
+from tests.helpers.shared import (
+    browse_files,
+    figure,
+    finish,
+    link_lines,
+    shared_conf,
+    start_worker,
+)
 from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
 pytestmark = pytest.mark.redis
@@ -263,13 +270,17 @@ def test_folders_of_their_own_merge_into_what_one_process_builds(web, tmp_path, 
     pytest.importorskip("warcio")
     urls = tree_site(web, delay=0.05)
     (tmp_path / "one").mkdir()
-    alone = run_crawl(write_conf(tmp_path / "one", [urls[0]], threads=4, host_concurrency=4))
+    alone = run_crawl(
+        write_conf(tmp_path / "one", [urls[0]], threads=4, host_concurrency=4, browsable=True)
+    )
     assert alone.status == 0, alone.process.stdout
     # The same configuration file on two machines: its repository is a folder of each one's.
     # The host has a slot for each thread of both workers: neither can keep the other out.
     names = ("m1", "m2", "merged")
     confs = [
-        shared_conf(tmp_path / name, urls[0], redis_server, warc=True, host_concurrency=8)
+        shared_conf(
+            tmp_path / name, urls[0], redis_server, warc=True, host_concurrency=8, browsable=True
+        )
         for name in names
     ]
     assert len({conf.read_text() for conf in confs}) == 1
@@ -286,9 +297,10 @@ def test_folders_of_their_own_merge_into_what_one_process_builds(web, tmp_path, 
     parts = [tmp_path / name / "repo" for name in names[:2]]
     shares = [len(list(parse_index((p / "index.txt").read_text("utf-8")))) for p in parts]
     assert sum(shares) == PAGES and min(shares) > 0, shares
-    for conf in confs[:2]:  # each part is whole
+    for conf, share in zip(confs[:2], shares, strict=True):  # each part whole, browse/ too
         check = run_scrapy("verify", str(conf))
         assert (check.returncode, check.stdout) == (0, ""), check.stdout
+        assert f"{share} browse files" in check.stderr
     before = [mirror_files(p) for p in parts]
 
     result = run_scrapy("merge", str(confs[2]), *map(str, parts))
@@ -306,7 +318,14 @@ def test_folders_of_their_own_merge_into_what_one_process_builds(web, tmp_path, 
     assert len(warc) == sum(len(list((p / "warc").iterdir())) for p in parts)
     check = run_scrapy("verify", str(confs[2]))
     assert (check.returncode, check.stdout) == (0, ""), check.stdout
-    assert f"{PAGES} documents, {PAGES} files, {len(warc)} WARC files" in check.stderr
+    assert f"{PAGES} documents, {PAGES} files, {PAGES} browse files" in check.stderr
+    assert f"{len(warc)} WARC files" in check.stderr
+    # The merged repository's browse/ and report are the one process's.
+    assert browse_files(target) == browse_files(alone.repository)
+    report = (target / "report.html").read_text(encoding="utf-8")
+    alone_report = (alone.repository / "report.html").read_text(encoding="utf-8")
+    for key in ("documents", "fetched"):
+        assert figure(report, key) == figure(alone_report, key) == str(PAGES), key
 
     index = (target / "index.txt").read_text("utf-8")
     again = run_scrapy("merge", str(confs[2]), *map(str, parts))

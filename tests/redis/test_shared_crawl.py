@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import signal
 import time
 from collections import Counter
@@ -20,9 +19,16 @@ from tarantula.demo.server import RequestRecord, Resource, SiteServer
 from tarantula.store.redis.codec import url_id
 from tarantula.store.redis.runs import Workers
 from tarantula.store.redis.shared import crawl_id, key_prefix
-from tests.helpers.crawls import max_in_flight, run_crawl, wait_for, write_conf
+from tests.helpers.crawls import max_in_flight, run_crawl, run_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisServer, free_port
-from tests.helpers.shared import finish, link_lines, shared_conf, start_worker
+from tests.helpers.shared import (
+    browse_files,
+    figure,
+    finish,
+    link_lines,
+    shared_conf,
+    start_worker,
+)
 from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
@@ -53,12 +59,14 @@ def wait_for_workers(web: SiteServer, conf: Path, redis: RedisServer, target: st
 def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_server):
     urls = tree_site(web, delay=0.02)
     (tmp_path / "one").mkdir()
-    alone = run_crawl(write_conf(tmp_path / "one", [urls[0]], threads=4, host_concurrency=4))
+    alone = run_crawl(
+        write_conf(tmp_path / "one", [urls[0]], threads=4, host_concurrency=4, browsable=True)
+    )
     assert alone.status == 0, alone.process.stdout
     assert len(alone.records) == PAGES
     web.requests.clear()
 
-    conf = shared_conf(tmp_path / "two", urls[0], redis_server)
+    conf = shared_conf(tmp_path / "two", urls[0], redis_server, browsable=True)
     wait_for_workers(web, conf, redis_server, "/p0.html", tree_body(0))
     finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
     repository = tmp_path / "two" / "repo"
@@ -80,13 +88,12 @@ def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_ser
     assert figure(shared_report, "documents") == str(PAGES)
     assert f'data-label="html" data-value="{PAGES}"' in shared_report
     assert f'data-label="stored" data-value="{PAGES}"' in shared_report
-
-
-def figure(page: str, key: str) -> str:
-    """A figure of a report page, as shown."""
-    match = re.search(rf'data-key="{key}"><dt>[^<]*</dt><dd>([^<]*)', page)
-    assert match is not None, key
-    return match[1].strip()
+    assert figure(shared_report, "fetched") == figure(alone_report, "fetched") == str(PAGES)
+    # browse/ is the one process's: the last worker's pass links every page to the others.
+    assert browse_files(repository) == browse_files(alone.repository)
+    check = run_scrapy("verify", str(conf))
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout
+    assert f"{PAGES} browse files" in check.stderr
 
 
 def test_politeness_holds_across_workers(web, tmp_path, redis_server):

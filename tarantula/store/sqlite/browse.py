@@ -1,7 +1,9 @@
 """Keeping ``<repository>/browse/`` in line with the crawl's store as the crawl goes (SPEC 11,
-``browsable = yes``): :class:`BrowseMirror`, whose bookkeeping lives in the repository's own
-database (the SQLite store's, :attr:`tarantula.store.CrawlStore.local`). How a document's copy is
-converted is :mod:`tarantula.core.browse`'s."""
+``browsable = yes``): :class:`BrowseMirror`, whose bookkeeping lives in a SQLite database (the
+SQLite store's own, :attr:`tarantula.store.CrawlStore.local`, or the folder's browse database in a
+crawl shared through Redis: :mod:`tarantula.store.browse`). It reads the folder's documents
+through a :class:`FolderDocuments`. How a document's copy is converted is
+:mod:`tarantula.core.browse`'s."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ import logging
 import os
 import time
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from tarantula.core.browse import (
     COPY,
@@ -21,6 +24,7 @@ from tarantula.core.browse import (
     record_fields,
 )
 from tarantula.core.document import codec_for_label
+from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import url_hash
 from tarantula.core.layout import BROWSE_NAME
 from tarantula.core.mirror import UnsafePath, store_path, write_atomic
@@ -53,6 +57,55 @@ _TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending")
 _QUEUE_LIMIT = 32 * 1024 * 1024
 
 
+class FolderDocuments(Protocol):
+    """The documents whose copies are in the folder, as :class:`BrowseMirror` reads them."""
+
+    def listing(self) -> Iterable[tuple[str, str, str]]:
+        """Every document's URL, mirror path and MD5."""
+
+    def path(self, url: str) -> str | None:
+        """The mirror path of the document of (normalized) ``url``, None if none is stored."""
+
+    def record(self, url: str) -> str | None:
+        """The index record of the document of ``url``, None if none is stored."""
+
+
+class DatabaseDocuments:
+    """The documents of the SQLite store's database, read as the crawl writes them."""
+
+    def __init__(self, db: StateDB) -> None:
+        self.db = db
+
+    def listing(self) -> Iterable[tuple[str, str, str]]:
+        return self.db.execute("SELECT url, path, md5 FROM documents").fetchall()
+
+    def path(self, url: str) -> str | None:
+        row = self.db.execute("SELECT path FROM documents WHERE url = ?", (url,)).fetchone()
+        return row[0] if row else None
+
+    def record(self, url: str) -> str | None:
+        row = self.db.execute("SELECT record FROM documents WHERE url = ?", (url,)).fetchone()
+        return row[0] if row else None
+
+
+class DocumentList:
+    """Documents read once, from any store (:func:`tarantula.store.folder_documents`)."""
+
+    def __init__(self, documents: Sequence[StoredDocument]) -> None:
+        self.by_url = {doc.url: doc for doc in documents}
+
+    def listing(self) -> Iterable[tuple[str, str, str]]:
+        return [(doc.url, doc.path, doc.md5) for doc in self.by_url.values()]
+
+    def path(self, url: str) -> str | None:
+        doc = self.by_url.get(url)
+        return doc.path if doc else None
+
+    def record(self, url: str) -> str | None:
+        doc = self.by_url.get(url)
+        return doc.record if doc else None
+
+
 def _hashes(urls: Iterable[str]) -> bytes:
     return array("q", sorted({url_hash(u) for u in urls})).tobytes()
 
@@ -82,6 +135,7 @@ class BrowseMirror:
     files only after that transaction is committed (``browse_pending`` lists them until they are
     written): after a kill, the next run writes what the state says and nothing more.
 
+    ``documents`` are the folder's documents (by default those of the store's database ``db``);
     ``normalize`` is the crawl's URL normalization (a link's key); ``count(event, n)`` is told
     ``converted``, ``copied``, ``updated``, ``removed`` and ``failed``.
     """
@@ -92,12 +146,14 @@ class BrowseMirror:
         repository: Path,
         normalize: Callable[[str], str],
         *,
+        documents: FolderDocuments | None = None,
         interval: float = 10.0,
         share: float = 0.2,
         count: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.db = db
+        self.documents = documents or DatabaseDocuments(db)
         self.repository = Path(repository)
         self.root = self.repository / BROWSE_NAME
         self.normalize = normalize
@@ -177,10 +233,7 @@ class BrowseMirror:
         """Bring every copy in line with the state's documents (and convert again the documents
         in ``force``), then write again the pages whose targets arrived or left."""
         force = set(force)
-        documents = {
-            url_hash(url): (url, path, md5)
-            for url, path, md5 in self.db.execute("SELECT url, path, md5 FROM documents")
-        }
+        documents = {url_hash(url): (url, path, md5) for url, path, md5 in self.documents.listing()}
         copies = {
             h: (url, path, md5)
             for h, url, path, md5 in self.db.execute(
@@ -212,13 +265,13 @@ class BrowseMirror:
 
     def _convert_stored(self, url: str, path: str) -> None:
         """Convert a stored document from its raw copy and its index record."""
-        row = self.db.execute("SELECT record FROM documents WHERE url = ?", (url,)).fetchone()
+        record = self.documents.record(url)
         body = self._raw(path)
-        if row is None or body is None:
+        if record is None or body is None:
             self.count("failed", 1)
             logger.warning("No browse copy of %s: its raw copy %s cannot be read", url, path)
             return
-        encoding, doc_type = record_fields(row[0])
+        encoding, doc_type = record_fields(record)
         md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
         self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
 
@@ -263,8 +316,7 @@ class BrowseMirror:
             key = self.normalize(url)
         except UrlRejected:
             return None, None
-        row = self.db.execute("SELECT path FROM documents WHERE url = ?", (key,)).fetchone()
-        return key, row[0] if row else None
+        return key, self.documents.path(key)
 
     def _remove(self, h: int, path: str) -> None:
         row = self.db.execute("SELECT absolute FROM browse_copies WHERE hash = ?", (h,)).fetchone()

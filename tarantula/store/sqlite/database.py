@@ -48,8 +48,10 @@ Hook = Callable[[], None]
 class StateDB:
     """One SQLite connection with an open transaction. Use from one thread (the reactor's)."""
 
-    def __init__(self, path: Path | None) -> None:
-        """Open (or create) the database at ``path``; None keeps it in memory (``scrapy check``)."""
+    def __init__(self, path: Path | None, *, tables: bool = True) -> None:
+        """Open (or create) the database at ``path``; None keeps it in memory (``scrapy check``).
+        ``tables`` False leaves out the crawl state's tables (a database an output keeps its
+        bookkeeping in)."""
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -57,8 +59,9 @@ class StateDB:
         self.sql.execute("PRAGMA journal_mode = WAL")
         self.sql.execute("PRAGMA synchronous = NORMAL")
         self.sql.execute("PRAGMA cache_size = -16000")  # at most 16 MB of page cache
-        self.sql.executescript(SCHEMA)
-        for table, column, kind in ADDED_COLUMNS:
+        if tables:
+            self.sql.executescript(SCHEMA)
+        for table, column, kind in ADDED_COLUMNS if tables else ():
             columns = {row[1] for row in self.sql.execute(f"PRAGMA table_info({table})")}
             if column not in columns:
                 self.sql.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
