@@ -753,9 +753,11 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
     web = make_web(root, preset, args.seed)
     seeds = [web.seed] if args.single_seed else list(web.manifest["host_roots"])
     timeout = args.timeout or default_timeout(web, delay)
-    with serving(web, kind, delay) as (server, server_cpu), baseline(args.baseline, root) as old:
-        if old is not None:
-            crawlers.append(old)
+    with (
+        serving(web, kind, delay) as (server, server_cpu),
+        baseline(args.baseline, root, crawlers) as old,
+    ):
+        crawlers += old
         print(f"serving on 127.0.0.1:{web.port} with {server}", flush=True)
         ctx = Context(web, timeout, server_cpu, seeds)
         results = crawl_runs(ctx, root, crawlers, args.runs, args.keep)
@@ -818,38 +820,46 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
 
 
 @contextlib.contextmanager
-def baseline(rev: str | None, root: Path) -> Iterator[str | None]:
-    """With ``rev``: a git worktree of the project at that revision, and a crawler
-    ``tarantula@REV`` that runs Tarantula from it (removed at the end)."""
+def baseline(rev: str | None, root: Path, crawlers: list[str]) -> Iterator[list[str]]:
+    """With ``rev``: a git worktree of the project at that revision, and crawlers that run
+    Tarantula from it: ``tarantula@REV``, and ``tarantula-redisN@REV`` beside each
+    ``tarantula-redisN`` of ``crawlers`` (removed at the end)."""
     if not rev:
-        yield None
+        yield []
         return
     tree = root / "baseline"
     git = ["git", "-C", str(PROJECT), "worktree"]
     subprocess.run([*git, "add", "--detach", str(tree), rev], check=True, capture_output=True)
-    name = f"tarantula@{rev}"
-    RUNNERS[name] = functools.partial(run_tarantula, crawler=name, tree=tree)
+    names = [f"tarantula@{rev}"]
+    RUNNERS[names[0]] = functools.partial(run_tarantula, crawler=names[0], tree=tree)
+    for shared, workers in SHARED_WORKERS.items():
+        if shared in crawlers:
+            name = f"{shared}@{rev}"
+            RUNNERS[name] = functools.partial(run_shared, workers=workers, crawler=name, tree=tree)
+            names.append(name)
     try:
-        yield name
+        yield names
     finally:
-        del RUNNERS[name]
+        for name in names:
+            del RUNNERS[name]
         subprocess.run([*git, "remove", "--force", str(tree)], check=False, capture_output=True)
 
 
 def baseline_lines(results: list[Result]) -> list[str]:
-    """Tarantula against a baseline revision of itself (medians)."""
+    """Tarantula against a baseline revision of itself (medians), crawler by crawler."""
     by = {m.result.crawler: m for m in medians(results)}
-    now = by.get("tarantula")
-    old = next((m for name, m in by.items() if name.startswith("tarantula@")), None)
-    if now is None or old is None or not old.pages_per_s or not old.cpu_per_1k:
-        return []
-    return [
-        "## Against the baseline",
-        "",
-        f"- tarantula / {old.result.crawler} (medians): CPU s / 1k pages {now.cpu_per_1k:.2f} / "
-        f"{old.cpu_per_1k:.2f} = {now.cpu_per_1k / old.cpu_per_1k:.2f}; pages/s "
-        f"{now.pages_per_s:.1f} / {old.pages_per_s:.1f} = {now.pages_per_s / old.pages_per_s:.2f}",
-    ]
+    lines = []
+    for name, old in by.items():
+        now = by.get(name.partition("@")[0])
+        if "@" not in name or now is None or not old.pages_per_s or not old.cpu_per_1k:
+            continue
+        lines.append(
+            f"- {now.result.crawler} / {name} (medians): CPU s / 1k pages {now.cpu_per_1k:.2f} / "
+            f"{old.cpu_per_1k:.2f} = {now.cpu_per_1k / old.cpu_per_1k:.2f}; pages/s "
+            f"{now.pages_per_s:.1f} / {old.pages_per_s:.1f} = {now.pages_per_s / old.pages_per_s:.2f}"
+            f"; peak RSS MB {now.result.rss_mb:.0f} / {old.result.rss_mb:.0f}"
+        )
+    return ["## Against the baseline", "", *lines] if lines else []
 
 
 def floor_lines(results: list[Result]) -> list[str]:

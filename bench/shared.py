@@ -95,17 +95,20 @@ def workers_command(conf: Path, workers: int) -> list[str]:
     return ["sh", "-c", "s=0; " + "; ".join(starts + waits) + "; exit $s"]
 
 
-def run_shared(folder: Path, ctx: Context, run: int, workers: int) -> Result:
-    """A crawl of the web by ``workers`` workers sharing it through a fresh Redis."""
+def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str = "",
+               tree: Path | None = None) -> Result:  # fmt: skip
+    """A crawl of the web by ``workers`` workers sharing it through a fresh Redis, run from the
+    project's tree or from ``tree`` (a baseline's worktree)."""
     from bench.run import PROJECT, Result, completeness, index_urls, measure, write_tarantula_conf
 
-    crawler = f"tarantula-redis{workers}"
+    crawler = crawler or f"tarantula-redis{workers}"
+    tree = tree or PROJECT
     folder.mkdir(parents=True)
     with RedisServer(folder / "redis") as redis:
         conf = write_tarantula_conf(folder, ctx.web, ctx.tarantula_seeds, redis=redis.url)
         before = redis.cpu_seconds()
-        m = measure(workers_command(conf, workers), PROJECT, folder / "output.txt", ctx.timeout,
-                    ctx.server_cpu)  # fmt: skip
+        m = measure(workers_command(conf, workers), tree, folder / "output.txt", ctx.timeout,
+                    ctx.server_cpu, tree)  # fmt: skip
         redis_cpu = redis.cpu_seconds() - before
     urls = index_urls(folder / "repository" / "index.txt")
     fraction, missing = completeness(set(urls), ctx.web)

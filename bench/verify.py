@@ -43,12 +43,12 @@ from pathlib import Path
 
 from bench.generate import Preset, base_url, build, contents, host_name
 from bench.run import PROJECT, RESULTS, Measured, machine_lines, measure, write_report
-from tarantula.store.sqlite.browse import BrowseMirror
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.mirror import mirror_relpath, store_path, write_atomic
 from tarantula.core.urls import normalize_url, url_md5
 from tarantula.store.sqlite import SqliteStore
+from tarantula.store.sqlite.browse import BrowseMirror
 
 PORT = 8080
 PDFS_PER_HOST = 2
