@@ -137,10 +137,12 @@ def mirror_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     return PurePosixPath(*parts, _shorten(name, ext))
 
 
+@functools.lru_cache(maxsize=1024)
 def copy_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     """Where the mirror puts a new document's copy, unless the name is taken: a document of
     unknown type still gets an extension, so its file never takes the name of a folder that a
-    longer URL needs (SPEC 7.1).
+    longer URL needs (SPEC 7.1). Remembered for the last documents: the spider asks it with a
+    content claim, and the mirror then again.
 
     >>> str(copy_relpath("http://h.test/a", None)), str(copy_relpath("http://h.test/a", "pdf"))
     ('h.test/a.bin', 'h.test/a.pdf')

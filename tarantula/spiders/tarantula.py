@@ -128,9 +128,8 @@ class TarantulaSpider(Spider):
             return
         reading = read_response(response, url, context.rules)
         documents = context.documents
-        path = None  # where the mirror will want the copy, for a store that answers it ahead
-        if reading.accepted and documents.places_ahead:
-            path = copy_relpath(url, reading.type).as_posix()
+        # Where the mirror will want the copy: a store behind a round trip answers it ahead.
+        path = copy_relpath(url, reading.type).as_posix() if reading.accepted else None
         if reading.md5 and (
             original := documents.claim_content(reading.md5, url, reading.accepted, path)
         ):

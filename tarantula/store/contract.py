@@ -84,9 +84,6 @@ class DocumentStore(Protocol):
     store after a resume and at the end of a recrawl)."""
 
     generation: int
-    #: Whether :meth:`claim_content` answers the mirror's :meth:`placed` ahead, given the copy's
-    #: path (a store behind a round trip saves one that way).
-    places_ahead: bool
 
     def document(self, url: str) -> StoredDocument | None:
         """The stored document of ``url``, None when there is none."""
@@ -103,7 +100,9 @@ class DocumentStore(Protocol):
     def claim_content(self, md5: str, url: str, claim: bool = True,
                       path: str | None = None) -> str | None:  # fmt: skip
         """The URL of another document with this content, stored or on its way to be stored;
-        else None, and ``url`` claims the content until it is stored or :meth:`release`\\ d."""
+        else None, and ``url`` claims the content until it is stored or :meth:`release`\\ d.
+        ``path`` is where the mirror will want the copy of an accepted document: a store behind
+        a round trip answers :meth:`placed` ahead with it."""
 
     def release(self, md5: str | None, url: str) -> None:
         """``url`` will not be stored after all: its content claim ends."""

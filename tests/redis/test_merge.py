@@ -314,6 +314,10 @@ def test_folders_of_their_own_merge_into_what_one_process_builds(web, tmp_path, 
     assert_whole(web, target)  # every copy whole, with the right bytes
     assert sorted(mirror_files(target)) == alone.files()
     assert [mirror_files(p) for p in parts] == before, "the folders merged from are unchanged"
+    for conf, share in zip(confs[:2], shares, strict=True):  # checked against what they held
+        check = run_scrapy("verify", str(conf))
+        assert (check.returncode, check.stdout) == (0, ""), check.stdout
+        assert f"{share} documents, {share} files, {share} browse files" in check.stderr
     warc = sorted(p.name for p in (target / "warc").iterdir())
     assert len(warc) == sum(len(list((p / "warc").iterdir())) for p in parts)
     check = run_scrapy("verify", str(confs[2]))

@@ -29,6 +29,9 @@ logger = logging.getLogger(__name__)
 DOCUMENT_KEYS = (
     "docs", "doc-md5", "doc-path", "doc-seq", "claims", "claimers", "pages", "dups", "workers",
 )  # fmt: skip
+#: The hash of folder ids: the folder id each folder was merged into (``scrapy merge``), so that
+#: ``scrapy verify`` of a folder whose records moved checks its files against the records it held.
+MERGED_INTO = "merged-into"
 
 
 #: The scripts by name, each after the libraries it uses (``lua/``).
@@ -77,8 +80,6 @@ class RedisDocumentStore(OutputFiles):
         # content claims in the last ahead_for seconds, oldest first, until the mirror asks
         self._ahead: dict[str, tuple[float, str, bytes | None, bytes | None]] = {}
         self.ahead_for = AHEAD_FOR
-
-    places_ahead = True
 
     def _run(self, name: str, *args: Any) -> Any:
         return self.scripts.run(name, self.keys, [self.prefix, *args])

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, cast
 from tarantula.core.documents import StoredDocument
 from tarantula.core.facts import Met
 from tarantula.core.frontier import host_of
-from tarantula.core.index import UNKNOWN
-from tarantula.core.layout import FOLDER_ID_NAME, STATE_FOLDER, read_folder_id
+from tarantula.core.index import UNKNOWN, parse_index
+from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.report import RunRow, StateFigures
 from tarantula.store.redis.shared import RedisUnreachable, connect, crawl_id, key_prefix
 
 if TYPE_CHECKING:
     from tarantula.core.config import CrawlConfig
+    from tarantula.store.redis.documents import RedisDocumentStore
 
 
 def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | str:
@@ -33,7 +34,7 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
     not answer."""
     from redis import RedisError
 
-    from tarantula.store.redis.documents import RedisDocumentStore
+    from tarantula.store.redis.documents import MERGED_INTO, RedisDocumentStore
 
     client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
     try:
@@ -44,13 +45,29 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
         if folder_id is None:
             path = root / STATE_FOLDER / FOLDER_ID_NAME
             return f"{root}: not a repository folder of the shared crawl ({path} is missing)"
-        store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
-        found = sorted(store.documents(), key=lambda doc: doc.path)
+        prefix = key_prefix(crawl_id(config))
+        found = list(RedisDocumentStore(client, prefix, folder_id).documents())
+        into = cast("bytes | None", client.hget(prefix + MERGED_INTO, folder_id))
+        if into is not None:  # merged since: its records are the merged folder's now
+            found += merged_documents(RedisDocumentStore(client, prefix, into.decode()), root)
+        found.sort(key=lambda doc: doc.path)
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
         client.close()
     return [replace(doc, record=doc.record.partition("\n")[0]) for doc in found]
+
+
+def merged_documents(merged: RedisDocumentStore, root: Path) -> list[StoredDocument]:
+    """The documents of folder ``root`` whose records moved to the folder of ``merged`` (``scrapy
+    merge``): those of its own ``index.txt``, the list of what it held, which the merge left as it
+    was."""
+    try:
+        text = (root / INDEX_NAME).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    held = {record.url for record in parse_index(text)}
+    return [doc for doc in merged.documents() if doc.url in held]
 
 
 def url_facts(config: CrawlConfig, url: str) -> Met | str:

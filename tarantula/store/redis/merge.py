@@ -151,7 +151,7 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     """Merge ``folders`` (folder, folder id) of the crawl under ``prefix`` into the repository
     ``target`` (see the module's docstring); yields one line per record not merged (its copy is
     missing or could not be placed), which stays with its folder."""
-    from tarantula.store.redis.documents import RedisDocumentStore
+    from tarantula.store.redis.documents import MERGED_INTO, RedisDocumentStore
     from tarantula.store.redis.runs import last_run
 
     last = last_run(client, prefix)
@@ -162,6 +162,8 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
         if folder_id == target_id:
             continue  # the repository itself (or a folder sharing its id)
         source = RedisDocumentStore(client, prefix, folder_id)
+        # First: a folder cut short by a stop verifies against both folders' records.
+        client.hset(prefix + MERGED_INTO, folder_id, target_id)
         yield from _merge_documents(source, folder, target, target_id, merged, chunk)
         merged.duplicates += source.move_duplicates_to(target_id, chunk)
         merged.warc_files += merge_warc(folder / WARC_FOLDER, target / WARC_FOLDER, folder_id)

@@ -19,7 +19,6 @@ class SqliteDocuments(OutputFiles):
 
     #: Whether :meth:`claim_content` answers the mirror's :meth:`placed` ahead, when given the
     #: copy's path (a shared store saves the mirror a round trip that way; this one has none).
-    places_ahead = False
 
     def __init__(self, db: StateDB) -> None:
         super().__init__(db)
@@ -71,7 +70,8 @@ class SqliteDocuments(OutputFiles):
         """The URL of another document with this content, stored or on its way to be stored; else
         None, and ``url`` claims the content until it is stored or dropped (:meth:`release`). A
         document that will not be stored asks with ``claim`` false. ``path``, where the mirror
-        will want the copy, is for a store that :attr:`places_ahead`; this one does not."""
+        will want the copy, lets a store behind a round trip answer :meth:`placed` ahead; this
+        one does not need it."""
         owner = self._claims.get(md5)
         if owner is None:
             row = self.db.execute(
