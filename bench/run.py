@@ -859,7 +859,7 @@ def baseline_lines(results: list[Result]) -> list[str]:
             f"{now.pages_per_s:.1f} / {old.pages_per_s:.1f} = {now.pages_per_s / old.pages_per_s:.2f}"
             f"; peak RSS MB {now.result.rss_mb:.0f} / {old.result.rss_mb:.0f}"
         )
-    return ["## Against the baseline", "", *lines] if lines else []
+    return ["## Against the baseline", "", *lines, ""] if lines else []
 
 
 def floor_lines(results: list[Result]) -> list[str]:
