@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_STATE_NAME, STATE_FOLDER
+from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite.browse import BrowseMirror, DocumentList
 from tarantula.store.sqlite.database import StateDB
 
@@ -91,7 +92,11 @@ class FolderBrowse:
 
     def _pass(self, path: Path) -> None:
         self.commit()
-        documents = self.documents()
+        try:
+            documents = self.documents()
+        except StoreUnavailable as exc:  # the next pass catches up
+            logger.warning("No browse pass in %s: %s", self.root, exc)
+            return
         if isinstance(documents, str):
             logger.debug("No browse pass in %s: %s", self.root, documents)
             return

@@ -20,6 +20,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.pipelines.browse import BrowsePipeline
 from tarantula.pipelines.index import IndexPipeline
 from tarantula.pipelines.mirror import MirrorPipeline
+from tarantula.store import StoreUnavailable
 from tarantula.store.browse import FolderBrowse
 from tarantula.store.sqlite import browse as browse_module
 from tests.helpers.components import (
@@ -320,3 +321,23 @@ def test_a_folder_with_no_crawl_gets_no_browse_copy(tmp_path: Path):
     browse = FolderBrowse(tmp_path, lambda: "no crawl here", lambda url: url)
     assert browse.update(wait=True) is True
     assert not (tmp_path / "browse").exists()
+
+
+def test_a_store_that_does_not_answer_skips_the_pass_and_the_next_one_catches_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    folder = Folder(tmp_path)
+    folder.store(A, "a.test/index.html", HOME)
+    answers = iter([StoreUnavailable("Redis at redis://x does not answer")])
+
+    def documents() -> list[StoredDocument] | str:
+        for problem in answers:
+            raise problem
+        return list(folder.documents)
+
+    browse = FolderBrowse(tmp_path, documents, lambda url: url)
+    browse.open()
+    assert "No browse pass" in caplog.text and "does not answer" in caplog.text
+    assert not (tmp_path / "browse").exists()
+    browse.close()
+    assert (tmp_path / "browse/a.test/index.html").is_file()
