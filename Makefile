@@ -11,6 +11,18 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $@
 
+# pywb and py-wacz, for the replay and WACZ tests (tests/helpers/replay.py), in an environment of
+# their own.
+REPLAY_VENV ?= .venv-replay
+$(REPLAY_VENV)/.installed: tests/replay-requirements.txt
+	$(PYTHON) -m venv $(REPLAY_VENV)
+	$(REPLAY_VENV)/bin/pip install -q --upgrade pip
+	$(REPLAY_VENV)/bin/pip install -q -r tests/replay-requirements.txt
+	touch $@
+
+.PHONY: replay-tools
+replay-tools: $(REPLAY_VENV)/.installed
+
 ## demo: serve the bundled demo site on 127.0.0.1 and crawl it end to end (run again: says when
 ## the next recrawl is due)
 DEMO_CONF ?= conf/demo.conf
@@ -30,7 +42,7 @@ PYTEST_WORKERS ?= 4
 PYTEST = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 ## test: lint, type-check, then every test (unit, component, end-to-end, scrapy check)
-test: $(VENV)/.installed lint
+test: $(VENV)/.installed $(REPLAY_VENV)/.installed lint
 	$(PYTEST)
 
 ## test-fast: the pure and component tiers only (no crawl process, no Redis, no browser)
@@ -49,7 +61,7 @@ lint: $(VENV)/.installed
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) repository/demo
+	rm -rf $(VENV) $(REPLAY_VENV) repository/demo
 
 .PHONY: bench bench-tiny
 

@@ -6,7 +6,8 @@ they go, and imports neither Scrapy nor Twisted:
 - :class:`Exchange` is one HTTP exchange as the crawler saw it: the request as sent, the answer's
   status, headers and body as received (before any decompression), when and from which address.
 - :class:`RecordMaker` turns an exchange into a ``response`` and a ``request`` record (a
-  ``revisit`` record with the server-not-modified profile for a 304 to a conditional request),
+  ``revisit`` record with the server-not-modified profile and no HTTP block for a 304 to a
+  conditional request, so that replay tools show the capture it refers to),
   and a file's first record, the ``warcinfo``; :meth:`RecordMaker.member` serializes a record as
   one gzip member.
 - :class:`WarcFiles` writes the members to ``<repository>/warc/tarantula-<UTC
@@ -226,18 +227,17 @@ class RecordMaker:
             warc_headers_dict=headers,
         )  # fmt: skip
 
-    def exchange(self, exchange: Exchange, refers_to: Capture | None = None) -> tuple[Any, Any]:
+    def exchange(self, exchange: Exchange, refers_to: Capture | None = None) -> list[Any]:
         """The response record (a revisit record for :attr:`Exchange.not_modified`, referring to
         ``refers_to`` when known) and the request record, which names it in
-        ``WARC-Concurrent-To``; both carry the date the request was sent."""
+        ``WARC-Concurrent-To``; both carry the date the request was sent. A revisit is followed
+        by a ``metadata`` record, concurrent to it, that keeps the 304's status line and headers
+        as the server sent them (:func:`answer_fields`)."""
         date = iso_date(exchange.date)
         response_id = self.new_id()
         fields = {"WARC-Record-ID": response_id, "WARC-Date": date}
         if exchange.ip_address:
             fields["WARC-IP-Address"] = exchange.ip_address
-        http_headers = response_headers(
-            exchange.status, exchange.protocol, exchange.response_headers
-        )
         if exchange.not_modified:
             fields["WARC-Profile"] = SERVER_NOT_MODIFIED
             if refers_to is not None:
@@ -245,10 +245,22 @@ class RecordMaker:
                 fields["WARC-Refers-To-Target-URI"] = refers_to.url
                 fields["WARC-Refers-To-Date"] = refers_to.date
                 fields["WARC-Payload-Digest"] = refers_to.payload_digest
-            response = self._record(exchange.url, "revisit", fields, http_headers, None)
+            # No HTTP block: the original capture's status and headers are the ones to replay.
+            # pywb (2.10) and ReplayWeb.page replay a revisit's own status line when it has one,
+            # and a 304's is a 304 with an empty body; an empty block sends them to the original.
+            response = self._record(exchange.url, "revisit", fields, None, None)
+            answer = self._builder.create_warc_record(
+                exchange.url, "metadata", payload=io.BytesIO(answer_fields(exchange)),
+                warc_content_type="application/warc-fields",
+                warc_headers_dict={"WARC-Record-ID": self.new_id(), "WARC-Date": date,
+                                   "WARC-Concurrent-To": response_id},
+            )  # fmt: skip
         else:
             if exchange.truncated:
                 fields["WARC-Truncated"] = exchange.truncated
+            http_headers = response_headers(
+                exchange.status, exchange.protocol, exchange.response_headers
+            )
             response = self._record(exchange.url, "response", fields, http_headers, exchange.body)
         request = self._record(
             exchange.url,
@@ -259,10 +271,10 @@ class RecordMaker:
             ),
             exchange.request_body,
         )
-        return response, request
+        return [response, request] if not exchange.not_modified else [response, request, answer]
 
     def _record(
-        self, url: str, kind: str, fields: dict[str, str], http_headers: WireHeaders,
+        self, url: str, kind: str, fields: dict[str, str], http_headers: WireHeaders | None,
         payload: bytes | None,
     ) -> Any:  # fmt: skip
         headers = {"WARC-Type": kind, **fields}
@@ -279,6 +291,21 @@ class RecordMaker:
         WARCWriter(out, gzip=False, warc_version=WARC_VERSION).write_record(record)
         compressor = zlib.compressobj(self.level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         return compressor.compress(out.getvalue()) + compressor.flush()
+
+
+def answer_fields(exchange: Exchange) -> bytes:
+    r"""The answer's status line and headers as ``application/warc-fields`` (one ``http-status``
+    field, then an ``http-header`` field per header, values as received): what a revisit record
+    leaves out of its own block.
+
+    >>> answer_fields(Exchange(url="http://a.test/", date=datetime(2026, 12, 5, tzinfo=UTC),
+    ...     status=304, body=b"", response_headers=[("Etag", '"v1"')])).decode()
+    'http-status: HTTP/1.1 304 Not Modified\r\nhttp-header: Etag: "v1"\r\n'
+    """
+    version = exchange.protocol if exchange.protocol in ("HTTP/1.0", "HTTP/1.1") else "HTTP/1.1"
+    lines = [f"http-status: {version} {status_line(exchange.status)}"]
+    lines += [f"http-header: {name}: {value}" for name, value in exchange.response_headers]
+    return "".join(line + "\r\n" for line in lines).encode("latin-1")
 
 
 def capture_of(record: Any) -> Capture:

@@ -5,7 +5,8 @@ state is kept in memory, which writes no outputs). For each answer that came fro
 robots.txt, pages, redirects, error answers, every retry -- it writes a ``response`` record with the status,
 the headers and the body as received, and a ``request`` record with the request as sent, tied by
 ``WARC-Concurrent-To``; a 304 to a conditional request in a recrawl becomes a ``revisit`` record
-(profile server-not-modified) that refers to the capture holding the stored copy. The records go to
+(profile server-not-modified) that refers to the capture holding the stored copy, with a
+``metadata`` record keeping the 304's status line and headers. The records go to
 ``<repository>/warc/`` (:class:`tarantula.core.warc.WarcFiles`): a new file for every run, and
 another every ``TARANTULA_WARC_MAX_SIZE`` bytes. When the previous run was interrupted (the run
 log has no end for it), its last file is read to its end: a record cut by the kill is reported,
@@ -180,11 +181,11 @@ class WarcMiddleware:
 
         assert self.files is not None
         refers_to = self.captures.find(exchange.url) if exchange.not_modified else None
-        response, request = self.maker.exchange(exchange, refers_to)
+        records = self.maker.exchange(exchange, refers_to)
         try:
-            written = self.files.write([response, request])
+            written = self.files.write(records)
             if 200 <= exchange.status < 300:
-                self.captures.add(capture_of(response))
+                self.captures.add(capture_of(records[0]))
         except OSError as exc:
             # A full disk or a lost folder: retrying would leave a trail of cut or empty files,
             # so this run writes no more records; the next run starts a new file.
@@ -196,7 +197,7 @@ class WarcMiddleware:
                 exchange.url, exc,
             )  # fmt: skip
             return
-        self.stats.inc_value("tarantula/warc/records", 2)
+        self.stats.inc_value("tarantula/warc/records", len(records))
         if exchange.not_modified:
             self.stats.inc_value("tarantula/warc/revisits")
         self.stats.inc_value("tarantula/warc/bytes", written)

@@ -172,8 +172,8 @@ def test_a_304_to_a_conditional_request_is_a_revisit_of_the_stored_capture():
         request_headers=[("If-None-Match", '"v1"')],
         response_headers=[("Etag", '"v1"')],
     )
-    revisit, request = maker.exchange(again, stored)
-    record, _ = read(members(maker, revisit, request))
+    revisit, request, answer = maker.exchange(again, stored)
+    record, _, kept = read(members(maker, revisit, request, answer))
     assert record["type"] == "revisit"
     headers = record["headers"]
     assert headers["WARC-Profile"] == SERVER_NOT_MODIFIED
@@ -181,10 +181,16 @@ def test_a_304_to_a_conditional_request_is_a_revisit_of_the_stored_capture():
     assert headers["WARC-Refers-To-Date"] == "2026-12-01T10:00:00.000001Z"
     assert headers["WARC-Refers-To"] == "<urn:uuid:1>"
     assert headers["WARC-Payload-Digest"] == sha1(BODY)
-    assert record["http"].statusline == "304 Not Modified"
-    assert record["payload"] == b""
+    # No HTTP block: replay tools show the capture referred to (its status and headers).
+    assert record["http"] is None and record["payload"] == b""
+    assert headers["Content-Length"] == "0"
+    # What the server did send is kept beside it, in a metadata record concurrent to it.
+    assert kept["type"] == "metadata"
+    assert kept["headers"]["WARC-Concurrent-To"] == headers["WARC-Record-ID"]
+    assert kept["headers"]["Content-Type"] == "application/warc-fields"
+    assert kept["payload"] == b'http-status: HTTP/1.1 304 Not Modified\r\nhttp-header: Etag: "v1"\r\n'
     # Without a known capture: still a revisit, with nothing to refer to.
-    unknown, _ = maker.exchange(again, None)
+    unknown, *_ = maker.exchange(again, None)
     (record,) = read(maker.member(unknown))
     assert record["type"] == "revisit" and "WARC-Refers-To-Target-URI" not in record["headers"]
 

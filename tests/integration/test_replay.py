@@ -1,0 +1,84 @@
+"""End-to-end: the archive as archivists use it (SPEC 11). pywb replays every capture of a crawl and
+of its recrawl (whose 304s are revisit records) as the page it recorded; ``wacz = yes`` packs the
+WARC files into a WACZ that py-wacz validates and pywb replays. The archive's readers run from
+their own environment (tests/helpers/replay.py)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.timeutils import iso_date_to_timestamp
+
+from tarantula.core.warc import warc_files
+from tarantula.demo.server import SiteServer
+from tests.helpers.crawls import run_crawl, write_conf
+from tests.helpers.replay import wacz_validate, wayback
+
+pytestmark = pytest.mark.e2e
+
+PAGES = {
+    "index.html": '<title>Home</title><a href="/p.html">p</a><a href="/gone.html">gone</a>',
+    "p.html": "<title>P</title><p>Καλημέρα</p>",
+}
+
+
+def write_site(root: Path) -> None:
+    for name, html in PAGES.items():
+        path = root / "a.test" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")
+
+
+def captures(paths: list[Path]) -> list[tuple[str, str, str, bytes]]:
+    """(record type, URL, 14-digit timestamp, HTTP block as stored) of every response and revisit
+    record, in file order."""
+    found = []
+    for path in paths:
+        with open(path, "rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type in ("response", "revisit"):
+                    found.append((
+                        record.rec_type,
+                        record.rec_headers.get_header("WARC-Target-URI"),
+                        iso_date_to_timestamp(record.rec_headers.get_header("WARC-Date")),
+                        record.http_headers.to_bytes() if record.http_headers else b"",
+                    ))  # fmt: skip
+    return found
+
+
+def test_every_capture_of_a_crawl_and_its_recrawl_replays_in_pywb(tmp_path):
+    root = tmp_path / "site"
+    write_site(root)
+    with SiteServer(root=root) as web:
+        conf = write_conf(tmp_path, [web.url("a.test", "/index.html")], warc=True, period=0)
+        first = run_crawl(conf)
+        assert first.status == 0 and len(first.records) == 2, first.log
+        web.clear()
+        second = run_crawl(conf)
+        statuses = {r.target: r.status for r in web.requests}
+    assert second.status == 0, second.log
+    assert statuses == {"/robots.txt": 404, "/index.html": 304, "/p.html": 304, "/gone.html": 404}
+    paths = warc_files(second.repository / "warc")
+    found = captures(paths)
+    revisits = [c for c in found if c[0] == "revisit"]
+    assert len(revisits) == 2
+    # No invented header: a revisit's block holds nothing the server did not send (pywb would
+    # replay a 304 status line as a 304 with an empty body).
+    assert all(block == b"" for _, _, _, block in revisits)
+    pages = {url: (root / "a.test" / name).read_bytes()
+             for name in PAGES for url in [web.url("a.test", "/" + name)]}  # fmt: skip
+    replayed = 0
+    with wayback(tmp_path / "pywb", paths) as archive:
+        for kind, url, timestamp, _ in found:
+            if url not in pages:
+                continue
+            answer = archive.get(timestamp, url)
+            assert answer.status == 200, (kind, url, timestamp, answer)
+            assert answer.body == pages[url], (kind, url, timestamp)
+            assert answer.headers.get("Memento-Datetime"), answer.headers
+            replayed += 1
+    assert replayed == 4  # two pages, each captured by the crawl and revisited by the recrawl
