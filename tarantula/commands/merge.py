@@ -29,7 +29,14 @@ from tarantula.core.layout import REPORT_NAME, STATE_FOLDER
 from tarantula.core.page import render_html, write_report
 from tarantula.core.report import PROGRESS_NAME, ProgressLog, build_report, combined
 from tarantula.core.rules import UrlRules
-from tarantula.store import Merged, StoreUnavailable, merge_folders, open_browse, state_figures
+from tarantula.store import (
+    Merged,
+    StoreUnavailable,
+    folder_documents,
+    merge_folders,
+    open_browse,
+    state_figures,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -70,7 +77,12 @@ class Command(ScrapyCommand):
 
 
 def write_outputs(config: CrawlConfig, folders: list[Path]) -> None:
-    """The merged repository's ``browse/`` and ``report.html``, as a crawl's end writes them."""
+    """The merged repository's ``browse/``, ``report.html`` and WACZ, as a crawl's end writes
+    them."""
+    if config.wacz:
+        from tarantula.core.wacz import write_wacz
+
+        write_wacz(config, config.repository, folder_documents(config, config.repository))
     if config.browsable:
         open_browse(config, None, config.repository, UrlRules(config).normalize).close()
     if config.report:

@@ -30,7 +30,7 @@ import os
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,17 +46,13 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.document import codec_for_label
 from tarantula.core.layout import (
     BROWSE_NAME,
-    OWN_NAMES,
+    own_name,
 )
 from tarantula.core.repository import Repository
 from tarantula.store import StoreUnavailable, folder_documents
 
 if TYPE_CHECKING:
     import argparse
-
-#: Top-level names of a repository that are its own files, not mirrored documents: the index,
-#: duplicates and state, and the outputs of SPEC 11.
-OWN_FILES = OWN_NAMES
 
 #: Bytes read at a time from a WARC file.
 _CHUNK = 1 << 20
@@ -115,7 +111,7 @@ def verify(config: CrawlConfig, tally: Tally | None = None, jobs: int = 1) -> It
 def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str, Stored],
                 tally: Tally, jobs: int) -> Iterator[str]:  # fmt: skip
     yield from check_index(repository.index, documents)
-    files = list_files(repository.root, skip=OWN_FILES)
+    files = list_files(repository.root, skip=own_name)
     tally.files = len(files)
     with ThreadPoolExecutor(max(4, jobs)) as threads:  # hashing waits on the disk, not the GIL
         yield from check_mirror(repository.root, documents, files, threads.map)
@@ -143,11 +139,10 @@ def _stored(url: str, path: str, md5: str, first_line: str) -> Stored:
     return Stored(url, path, md5, kind_of(doc_type), codec_for_label(encoding))
 
 
-def list_files(folder: Path, skip: Iterable[str] = ()) -> set[str]:
+def list_files(folder: Path, skip: Callable[[str], bool] = lambda name: False) -> set[str]:
     """Every file below ``folder`` (symbolic links included), as POSIX paths relative to it; top
-    level names in ``skip`` left out."""
+    level names for which ``skip`` says yes left out."""
     found: set[str] = set()
-    skipped = set(skip)
     stack = [(str(folder), "")]
     while stack:
         where, prefix = stack.pop()
@@ -156,7 +151,7 @@ def list_files(folder: Path, skip: Iterable[str] = ()) -> set[str]:
         except FileNotFoundError:
             continue
         for entry in entries:
-            if not prefix and entry.name in skipped:
+            if not prefix and skip(entry.name):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 stack.append((entry.path, f"{prefix}{entry.name}/"))

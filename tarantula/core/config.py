@@ -103,6 +103,7 @@ class CrawlConfig:
     sitemaps: bool = False  # SPEC 12: URLs from the hosts' sitemaps
     warc: bool = False  # SPEC 11: every HTTP exchange in <repository>/warc/
     browsable: bool = False  # SPEC 11: <repository>/browse/, links made relative
+    wacz: bool = False  # SPEC 11: the WARC files packed as <repository>/<name>.wacz every run
     report: bool = True  # SPEC 11: <repository>/report.html at the end of every run
     redis: str = ""  # SPEC 9: the Redis server workers share the crawl through ("": one process)
     lease_timeout: float = 60.0  # SPEC 9: seconds before a dead worker's URLs go back
@@ -125,7 +126,7 @@ class CrawlConfig:
 #: The optional extras (SPEC 1): extra -> the packages it installs that the crawl imports.
 EXTRAS = {
     "redis": ("redis", "hiredis"),
-    "warc": ("warcio",),
+    "warc": ("warcio", "cdxj_indexer"),
     "playwright": ("playwright", "scrapy_playwright"),
     "scrapyd": ("scrapyd",),
 }
@@ -181,9 +182,15 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
             reader.error(
                 reader.first_seen.get("browser", reader.first_seen["render-list"]), problem
             )
-    for name, feature, extra in (("warc", "warc = yes", "warc"), ("redis", "'redis'", "redis")):
+    extras = (("warc", "warc = yes", "warc"), ("wacz", "wacz = yes", "warc"),
+              ("redis", "'redis'", "redis"))  # fmt: skip
+    for name, feature, extra in extras:
         if reader.values.get(name) and (problem := missing_extra(feature, extra)):
             reader.error(reader.first_seen[name], problem)
+    if reader.values.get("wacz") and not reader.values.get("warc"):
+        reader.error(
+            reader.first_seen["wacz"], "wacz = yes packs the WARC files: it needs warc = yes"
+        )
     if reader.errors:
         display = str(path) if display_name is None else display_name
         starts = [0, *(m.end() for m in re.finditer("\n", reader.text))]

@@ -207,6 +207,7 @@ KEYS = {
         Key("sitemaps", _C, _boolean),
         Key("warc", _O, _boolean),
         Key("browsable", _O, _boolean),
+        Key("wacz", _O, _boolean),
         Key("report", _O, _boolean),
         Key("redis", _D, _redis_url),
         Key("lease-timeout", _D, _number(1)),

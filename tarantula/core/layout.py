@@ -35,12 +35,30 @@ CAPTURES_NAME = "warc-captures.tsv"
 #: Redis, and the lock its writers take turns with, in the state folder.
 BROWSE_STATE_NAME = "browse.db"
 BROWSE_LOCK_NAME = "browse.lock"
+#: The lock the workers of one folder take turns with to write its report, in the state folder.
+REPORT_LOCK_NAME = "report.lock"
 #: The file in the state folder naming the repository folder in a shared crawl.
 FOLDER_ID_NAME = "folder-id"
 #: Top-level names of the repository that are not mirrored documents.
 OWN_NAMES = frozenset(
     {INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER, BROWSE_NAME, WARC_FOLDER, REPORT_NAME}
 )
+#: The ending of the WACZ package's name (``<configuration's name>.wacz``) and of the file it is
+#: written to before it takes that name.
+WACZ_ENDINGS = (".wacz", ".wacz.partial")
+
+
+def own_name(name: str) -> bool:
+    """Whether ``name``, at the top of a repository, is one of its own files rather than a host's
+    folder of the mirror (in any case, for case-insensitive file systems).
+
+    >>> own_name("index.txt"), own_name("Crawl.WACZ"), own_name("ex.com:8080")
+    (True, True, False)
+    """
+    folded = name.lower()
+    return folded in OWN_NAMES or folded.endswith(WACZ_ENDINGS)
+
+
 #: ``tarantula-<UTC yyyymmddhhmmss>-<serial>.warc.gz``; the serial runs on across the repository.
 WARC_FILE_NAME = re.compile(r"tarantula-(\d{14})-(\d{5,})\.warc\.gz")
 

@@ -76,7 +76,7 @@ import re
 import secrets
 from pathlib import Path, PurePosixPath
 
-from tarantula.core.layout import OWN_NAMES
+from tarantula.core.layout import own_name
 
 MAX_NAME_BYTES = 200
 
@@ -202,8 +202,10 @@ def _host_folder(authority: str) -> str:
 
     >>> _host_folder("ex.com:8080"), _host_folder("warc"), _host_folder("Report.HTML")
     ('ex.com:8080', '%%warc', '%%Report%2EHTML')
+    >>> _host_folder("a.wacz")
+    '%%a%2Ewacz'
     """
-    if authority.lower() in OWN_NAMES:
+    if own_name(authority):
         return "%%" + _escape_all(authority)
     return _safe(authority)
 

@@ -35,6 +35,9 @@ Settings: ``TARANTULA_WARC_MAX_SIZE`` (bytes, 1 GB). Stats: ``tarantula/warc/rec
 ``tarantula/warc/revisits``, ``tarantula/warc/bytes``, ``tarantula/warc/files``,
 ``tarantula/warc/cut-files``, ``tarantula/warc/not-written`` (exchanges left out after a failed
 write).
+
+With ``wacz = yes`` the run's end also packs the folder's WARC files, its stored HTML pages as the
+list of pages, as ``<repository>/<configuration's name>.wacz`` (:mod:`tarantula.core.wacz`).
 """
 
 from __future__ import annotations
@@ -151,6 +154,24 @@ class WarcMiddleware:
         if self.files is not None:
             self.files.close()
         self.captures.close()
+        if self.context.config.wacz:
+            self.pack()
+
+    def pack(self) -> None:
+        """Pack the repository folder's WARC files as its WACZ (``wacz = yes``); a store that does
+        not answer, or a folder that cannot be written, leaves the last one as it was."""
+        from tarantula.core.wacz import write_wacz
+        from tarantula.store import StoreUnavailable, folder_documents
+
+        root = self.context.repository.root
+        try:
+            path = write_wacz(
+                self.context.config, root, folder_documents(self.context.config, root)
+            )
+        except (OSError, StoreUnavailable) as exc:
+            logger.error("Could not write the WACZ file of %s (%s)", root, exc)
+            return
+        logger.info("Packed the WARC files as %s", path)
 
     def _opened(self, path: Path) -> None:
         self.stats.inc_value("tarantula/warc/files")

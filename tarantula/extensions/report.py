@@ -28,6 +28,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from tarantula.context import CrawlContext, context_of
+from tarantula.core.folderlock import folder_lock
+from tarantula.core.layout import REPORT_LOCK_NAME
 from tarantula.core.page import render_html, write_report
 from tarantula.core.report import (
     PROGRESS_NAME,
@@ -132,12 +134,16 @@ class CrawlReport:
             worker = self.context.store.worker
             self.log.sample(Sample(time.time(), self.run, state.documents, figures.fetched, worker))
             self.log.run_ended(self.run, figures, worker)
-            samples, runs = self.log.read()
-            summary = self.crawler.get_extension(CrawlSummary)
-            report = build_report(config, state, samples, runs,
-                                  summary=summary.text if summary else None,
-                                  generated=time.time())  # fmt: skip
-            write_report(path, render_html(report))
+            # Workers of one folder take turns: the last to take the lock has read every line
+            # the others logged before it, and writes last, so the report left covers them all.
+            with folder_lock(self.log.path.parent / REPORT_LOCK_NAME):
+                state = state_figures(config)
+                samples, runs = self.log.read()
+                summary = self.crawler.get_extension(CrawlSummary)
+                report = build_report(config, state, samples, runs,
+                                      summary=summary.text if summary else None,
+                                      generated=time.time())  # fmt: skip
+                write_report(path, render_html(report))
         except (OSError, StoreUnavailable) as exc:
             logger.warning("Could not write the crawl report %s: %s", path, exc)
             return

@@ -21,13 +21,13 @@ after every document is stored, so a finished crawl's ``browse/`` is whole, as o
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from tarantula.core.documents import StoredDocument
+from tarantula.core.folderlock import folder_lock
 from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_STATE_NAME, STATE_FOLDER
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite.browse import BrowseMirror, DocumentList
@@ -74,18 +74,12 @@ class FolderBrowse:
         """Make one pass (waiting for the lock with ``wait``, else skipping it when another
         process holds it); whether it was made."""
         state = self.root / STATE_FOLDER
-        state.mkdir(parents=True, exist_ok=True)
         started = self.clock()
-        with (state / BROWSE_LOCK_NAME).open("a") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+        with folder_lock(state / BROWSE_LOCK_NAME, wait=wait) as held:
+            if not held:
                 self._next_pass = started + self.interval
                 return False
-            try:
-                self._pass(state / BROWSE_STATE_NAME)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+            self._pass(state / BROWSE_STATE_NAME)
         now = self.clock()
         self._next_pass = now + max(self.interval, (now - started) * (1 / self.share - 1))
         return True

@@ -188,7 +188,9 @@ def test_a_304_to_a_conditional_request_is_a_revisit_of_the_stored_capture():
     assert kept["type"] == "metadata"
     assert kept["headers"]["WARC-Concurrent-To"] == headers["WARC-Record-ID"]
     assert kept["headers"]["Content-Type"] == "application/warc-fields"
-    assert kept["payload"] == b'http-status: HTTP/1.1 304 Not Modified\r\nhttp-header: Etag: "v1"\r\n'
+    assert (
+        kept["payload"] == b'http-status: HTTP/1.1 304 Not Modified\r\nhttp-header: Etag: "v1"\r\n'
+    )
     # Without a known capture: still a revisit, with nothing to refer to.
     unknown, *_ = maker.exchange(again, None)
     (record,) = read(maker.member(unknown))

@@ -794,6 +794,8 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "sitemaps": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "warc": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "browsable": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    # Off: on, it needs warc on too (test_wacz_needs_warc).
+    "wacz": st.sampled_from(sorted(w for w in BOOLEAN_WORDS.items() if not w[1])),
     "report": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "render-wait": _floats(0).map(lambda f: (repr(f), f)),
     # Executables every machine has: the browser is checked when there is a render list.
@@ -902,6 +904,14 @@ def test_crawler_conf_sets_every_key() -> None:
     text = (PROJECT / "conf" / "crawler.conf").read_text(encoding="utf-8")
     keys = {m.lower() for m in re.findall(r"^([A-Za-z-]+)\s*=", text, re.M)}
     assert keys == set(KEYS)
+
+
+def test_wacz_needs_warc() -> None:
+    text = 'starting-points = "http://a.test/";\n<output-options>\n'
+    assert problems(text + "wacz = yes;") == [
+        "c.conf:3:1: error: wacz = yes packs the WARC files: it needs warc = yes"
+    ]
+    assert parse(text + "warc = yes;\nwacz = yes;").wacz
 
 
 # ------------------------------------------------------------------ rendering (SPEC 10)

@@ -56,6 +56,7 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
         "period": "recrawling-options",
         "threads": "multithreading-options",
         "warc": "output-options",
+        "wacz": "output-options",
         "browsable": "output-options",
         "report": "output-options",
         "redis": "distributed-options",

@@ -67,13 +67,16 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 @contextmanager
 def wayback(folder: Path, warcs: list[Path]) -> Iterator[Wayback]:
-    """A pywb collection in ``folder`` holding ``warcs`` (indexed by ``wb-manager add``), served
-    by ``wayback`` until the block ends."""
+    """A pywb collection in ``folder`` holding ``warcs`` (WARC or WACZ files, added by
+    ``wb-manager add``), served by ``wayback`` until the block ends."""
     tools = replay_tools()
     folder.mkdir(parents=True, exist_ok=True)
     manage = [str(tools / "wb-manager")]
-    for args in (["init", "crawl"], ["add", "crawl", *map(str, warcs)]):
-        done = subprocess.run(manage + args, cwd=folder, capture_output=True, text=True, timeout=120)
+    unpack = ["--unpack-wacz"] if any(p.suffix == ".wacz" for p in warcs) else []
+    for args in (["init", "crawl"], ["add", *unpack, "crawl", *map(str, warcs)]):
+        done = subprocess.run(
+            manage + args, cwd=folder, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stdout + done.stderr
     port = free_port()
     log = (folder / "wayback.log").open("wb")

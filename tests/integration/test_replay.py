@@ -5,6 +5,7 @@ their own environment (tests/helpers/replay.py)."""
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from pathlib import Path
@@ -82,3 +83,64 @@ def test_every_capture_of_a_crawl_and_its_recrawl_replays_in_pywb(tmp_path):
             assert answer.headers.get("Memento-Datetime"), answer.headers
             replayed += 1
     assert replayed == 4  # two pages, each captured by the crawl and revisited by the recrawl
+
+
+def test_wacz_packs_every_run_s_warc_files_and_replays(tmp_path):
+    root = tmp_path / "site"
+    write_site(root)
+    with SiteServer(root=root) as web:
+        conf = write_conf(tmp_path, [web.url("a.test", "/index.html")], warc=True, wacz=True,
+                          period=0)  # fmt: skip
+        first = run_crawl(conf)
+        package = first.repository / f"{conf.stem}.wacz"
+        assert first.status == 0 and f"Packed the WARC files as {package}" in first.log
+        assert zipfile.ZipFile(package).namelist()[0].startswith("archive/")
+        second = run_crawl(conf)
+    assert second.status == 0, second.log
+    checked = wacz_validate(package)
+    assert checked.returncode == 0 and "Validation succeeded" in checked.stdout, checked.stdout
+    paths = warc_files(second.repository / "warc")
+    with zipfile.ZipFile(package) as wacz:
+        names = wacz.namelist()
+        assert [n for n in names if n.startswith("archive/")] == [
+            f"archive/{p.name}" for p in paths
+        ]
+        for path in paths:  # stored as written, not compressed again
+            info = wacz.getinfo(f"archive/{path.name}")
+            assert info.compress_type == zipfile.ZIP_STORED
+            assert wacz.read(info) == path.read_bytes()
+        index = wacz.read("indexes/index.cdx").decode().splitlines()
+        pages = [json.loads(line) for line in wacz.read("pages/pages.jsonl").decode().splitlines()]
+        package_json = json.loads(wacz.read("datapackage.json"))
+    # Each index line finds its record: the archived file at the line's offset and length.
+    with zipfile.ZipFile(package) as wacz:
+        for line in index:
+            fields = json.loads(line.split(" ", 2)[2])
+            data = wacz.read("archive/" + fields["filename"])
+            start, length = int(fields["offset"]), int(fields["length"])
+            (record,) = list(ArchiveIterator(io.BytesIO(data[start : start + length])))
+            assert record.rec_headers.get_header("WARC-Target-URI") == fields["url"]
+    # Every capture is indexed: robots.txt, two pages and the 404, each run.
+    assert len(index) == 4 + 4 and index == sorted(index)
+    assert sum('"mime": "warc/revisit"' in line for line in index) == 2
+    assert pages[0]["format"] == "json-pages-1.0"
+    assert {(p["url"], p.get("title")) for p in pages[1:]} == {
+        (web.url("a.test", "/index.html"), "Home"),
+        (web.url("a.test", "/p.html"), "P"),
+    }
+    assert package_json["wacz_version"] == "1.1.1"
+    assert {r["path"] for r in package_json["resources"]} == {
+        *(n for n in names if n.startswith("archive/")),
+        "indexes/index.cdx",
+        "pages/pages.jsonl",
+    }
+    # A replay tool reads the package as it is: the latest capture of each page replays.
+    with wayback(tmp_path / "pywb", [package]) as archive:
+        for page in pages[1:]:
+            answer = archive.get(
+                page["ts"].replace("-", "").replace(":", "")[:14].replace("T", ""), page["url"]
+            )
+            assert (
+                answer.status == 200
+                and answer.body == (root / "a.test" / page["url"].rsplit("/", 1)[1]).read_bytes()
+            )

@@ -7,6 +7,7 @@ import itertools
 import os
 import signal
 import time
+import zipfile
 from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -66,7 +67,8 @@ def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_ser
     assert len(alone.records) == PAGES
     web.requests.clear()
 
-    conf = shared_conf(tmp_path / "two", urls[0], redis_server, browsable=True)
+    conf = shared_conf(tmp_path / "two", urls[0], redis_server, browsable=True, warc=True,
+                       wacz=True)  # fmt: skip
     wait_for_workers(web, conf, redis_server, "/p0.html", tree_body(0))
     finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
     repository = tmp_path / "two" / "repo"
@@ -94,6 +96,14 @@ def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_ser
     check = run_scrapy("verify", str(conf))
     assert (check.returncode, check.stdout) == (0, ""), check.stdout
     assert f"{PAGES} browse files" in check.stderr
+    # The WACZ holds every worker's WARC files and lists every page: the last worker packs it.
+    with zipfile.ZipFile(repository / f"{conf.stem}.wacz") as wacz:
+        archived = sorted(n for n in wacz.namelist() if n.startswith("archive/"))
+        pages = wacz.read("pages/pages.jsonl").decode().splitlines()[1:]
+        index = wacz.read("indexes/index.cdx").decode().splitlines()
+    assert len(index) == PAGES + 2  # and robots.txt, once for each worker
+    assert archived == sorted(f"archive/{p.name}" for p in (repository / "warc").iterdir())
+    assert len(archived) == 2 and len(pages) == PAGES
 
 
 def test_politeness_holds_across_workers(web, tmp_path, redis_server):

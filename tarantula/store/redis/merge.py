@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING
 from tarantula.core.layout import (
     CAPTURES_NAME,
     FOLDER_ID_NAME,
-    OWN_NAMES,
     STATE_FOLDER,
     WARC_FOLDER,
     folder_id_of,
+    own_name,
     read_folder_id,
 )
 from tarantula.core.mirror import _TEMPORARY_PREFIX
@@ -121,7 +121,7 @@ def mirror_path_problem(path: str) -> str | None:
     parts = PurePosixPath(path).parts
     if not parts or PurePosixPath(path).is_absolute() or ".." in parts or "." in parts:
         return "not inside the repository"
-    if parts[0] in OWN_NAMES:
+    if own_name(parts[0]):
         return "one of the repository's own names"
     return None
 
