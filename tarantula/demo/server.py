@@ -143,7 +143,8 @@ class RequestRecord:
     is the status of the answer (recorded before the answer is sent). In the record given to a
     callable resource, which runs before the answer exists, ``end`` equals ``time`` and ``status``
     is 0.
-    ``scheme`` is ``https`` on a server that speaks TLS."""
+    ``scheme`` is ``https`` on a server that speaks TLS; ``client`` the address the request came
+    from."""
 
     time: float
     end: float
@@ -153,6 +154,7 @@ class RequestRecord:
     headers: dict[str, str]
     scheme: str = "http"
     status: int = 0
+    client: str = ""  # the address the request came from
 
 
 Handler = Resource | Callable[[RequestRecord], Resource]
@@ -507,8 +509,9 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
             self.rfile.read(length)  # keep the connection in step; request bodies are not kept
         site = self.server.site
         record = RequestRecord(
-            start, start, host, self.command, target, dict(self.headers.items()), site.scheme
-        )
+            start, start, host, self.command, target, dict(self.headers.items()), site.scheme,
+            client=self.client_address[0],
+        )  # fmt: skip
         index = site._arrived(record)
         resource = site._resolve(record)
         # The status is recorded before the answer goes out, so a client that has read the

@@ -13,12 +13,13 @@ from tests.helpers.crawls import start_scrapy, write_conf
 from tests.helpers.redis_server import RedisServer
 
 
-def start_worker(conf: Path, name: str) -> subprocess.Popen[str]:
-    """A worker of the crawl in ``conf``, logging to ``<name>.log`` next to it."""
+def start_worker(conf: Path, name: str, *settings: str) -> subprocess.Popen[str]:
+    """A worker of the crawl in ``conf``, logging to ``<name>.log`` next to it, with Scrapy
+    ``settings`` (``NAME=VALUE``) besides."""
     log = conf.parent / f"{name}.log"
-    return start_scrapy(
-        "crawl", "tarantula", "-a", f"conf={conf}", "-a", f"worker={name}", "-s", f"LOG_FILE={log}"
-    )
+    extra = [arg for setting in settings for arg in ("-s", setting)]
+    return start_scrapy("crawl", "tarantula", "-a", f"conf={conf}", "-a", f"worker={name}",
+                        "-s", f"LOG_FILE={log}", *extra)  # fmt: skip
 
 
 def finish(*workers: subprocess.Popen[str], timeout: float = 240) -> list[str]:

@@ -479,6 +479,9 @@ def check_invariants(client: Any, frontier: RedisFrontier, concurrency: int) -> 
         counts.get("leased", 0) == len(leases) == client.hlen(p + "owner") == sum(inflight.values())
     )
     assert {h8 for h8, r in records.items() if r.leased} == set(leases)
+    # Each worker's count of leases held (its fair share's measure) is the owners' count.
+    held = {k.decode(): int(v) for k, v in client.hgetall(p + "held").items()}
+    assert held == dict(Counter(v.decode() for v in client.hvals(p + "owner")))
     queued = {m[-8:]: h for h, members in queues.items() for m in members}
     assert queued == {h8: r.entry.host for h8, r in records.items() if not r.leased}
     heads = client.zrange(p + "heads", 0, -1)

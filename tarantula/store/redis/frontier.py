@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 #: The fixed keys of a crawl, in the order the scripts receive them.
 KEYS = (
     "conf", "n", "u", "next", "wait", "heads", "inflight", "leases", "owner", "outcome", "dead",
-    "dropped",
+    "dropped", "held", "workers",
 )  # fmt: skip
 
 

@@ -1,7 +1,8 @@
 local P = ARGV[1]
 local K = {conf = KEYS[1], n = KEYS[2], u = KEYS[3], next = KEYS[4], wait = KEYS[5],
            heads = KEYS[6], inflight = KEYS[7], leases = KEYS[8], owner = KEYS[9],
-           outcome = KEYS[10], dead = KEYS[11], dropped = KEYS[12]}
+           outcome = KEYS[10], dead = KEYS[11], dropped = KEYS[12], held = KEYS[13],
+           workers = KEYS[14]}
 local c = redis.call('HMGET', K.conf, 'traversal', 'delay', 'concurrency', 'lease-timeout',
                      'budget', 'max-attempts')
 local DFS = c[1] == 'dfs'
@@ -98,9 +99,17 @@ local function free_slot(host)
   if redis.call('HINCRBY', K.inflight, host, -1) <= 0 then redis.call('HDEL', K.inflight, host) end
 end
 
+-- The lease `h8` has no owner any more: its owner holds one lease less.
+local function disown(h8)
+  local owner = redis.call('HGET', K.owner, h8)
+  if not owner then return end
+  redis.call('HDEL', K.owner, h8)
+  if redis.call('HINCRBY', K.held, owner, -1) <= 0 then redis.call('HDEL', K.held, owner) end
+end
+
 local function end_lease(h8, host)
   redis.call('ZREM', K.leases, h8)
-  redis.call('HDEL', K.owner, h8)
+  disown(h8)
   redis.call('HINCRBY', K.n, 'leased', -1)
   free_slot(host)
 end
@@ -127,7 +136,7 @@ local function reap(now, limit)
     if owner then owners[#owners + 1] = owner end
     if not r then
       redis.call('ZREM', K.leases, h8)
-      redis.call('HDEL', K.owner, h8)
+      disown(h8)
     else
       local t = decode(r)
       t.attempts = t.attempts + 1
@@ -145,4 +154,19 @@ local function reap(now, limit)
     end
   end
   return #expired, owners
+end
+
+-- Whether `worker` holds its fair share of the slots in play (SPEC 9): the leases out (in flight
+-- and taken ahead) and one slot for each host due now, shared among the live workers. A worker
+-- holding none is never over it, so a second worker takes part as soon as two hosts have work.
+local function over_share(worker, now)
+  local mine = tonumber(redis.call('HGET', K.held, worker) or '0')
+  if mine == 0 then return false end
+  local live, all = 0, redis.call('HGETALL', K.workers)
+  for i = 2, #all, 2 do
+    if tonumber(all[i]) > now then live = live + 1 end
+  end
+  if live < 2 then return false end
+  local slots = tonumber(redis.call('HGET', K.n, 'leased') or '0') + redis.call('ZCARD', K.heads)
+  return mine >= math.ceil(slots / live)
 end

@@ -1,6 +1,7 @@
 -- ARGV: prefix, worker, ahead ('1': a lease taken ahead, which does not take the last slot that is
--- free now, the only due host's last, from a worker with a thread free now). Returns {record,
--- server time, status, host, charged by this lease, the workers whose expired leases it reaped}.
+-- free now, the only due host's last, from a worker with a thread free now). A worker that holds
+-- its fair share already gets none ('share', see over_share). Returns {record, server time, status,
+-- host, charged by this lease, the workers whose expired leases it reaped}.
 -- Loaded after: time.lua, frontier.lua.
 local now = now_time()
 local ahead = ARGV[3] == '1'
@@ -10,6 +11,7 @@ for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIM
   local h = head(host)
   if h then redis.call('ZADD', K.heads, 0, h .. host) end
 end
+if over_share(ARGV[2], now) then return {false, fmt(now), 'share', false, 0, gone} end
 for _ = 1, 16 do
   local m = redis.call('ZRANGE', K.heads, 0, 0)[1]
   if not m then return {false, fmt(now), 'idle', false, 0, gone} end
@@ -47,6 +49,7 @@ for _ = 1, 16 do
     redis.call('HSET', K.u, h8, r)
     redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
     redis.call('HSET', K.owner, h8, ARGV[2])
+    redis.call('HINCRBY', K.held, ARGV[2], 1)
     redis.call('HINCRBY', K.inflight, host, 1)
     redis.call('HINCRBY', K.n, 'queued', -1)
     redis.call('HINCRBY', K.n, 'leased', 1)

@@ -18,11 +18,11 @@ for _, h8 in ipairs(mine) do
     unlease(h8, decode(r), now)
   else
     redis.call('ZREM', K.leases, h8)
-    redis.call('HDEL', K.owner, h8)
+    disown(h8)
   end
 end
 if ARGV[2] == '' then
-  redis.call('DEL', K.leases, K.owner)
+  redis.call('DEL', K.leases, K.owner, K.held)
   redis.call('HSET', K.n, 'leased', 0)
 end
 return #mine
