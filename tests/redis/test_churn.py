@@ -49,8 +49,8 @@ def test_workers_and_the_redis_server_killed_and_restarted_lose_nothing(web, tmp
         return any(p.poll() is None for p in live.values())
 
     while kills < KILLS and running():
-        before = len(web.requests)
-        wait_for(lambda: len(web.requests) >= before + EVERY or not running(), timeout=120)
+        due = len(web.requests) + EVERY
+        wait_for(lambda due=due: len(web.requests) >= due or not running(), timeout=120)
         if not running():
             break
         name = choose.choice(sorted(n for n, p in live.items() if p.poll() is None))
