@@ -49,6 +49,7 @@ __all__ = [
     "StoreUnavailable",
     "check_store",
     "folder_documents",
+    "folder_duplicates",
     "last_run",
     "merge_folders",
     "open_browse",
@@ -95,6 +96,7 @@ def open_browse(config: CrawlConfig, store: CrawlStore | None, root: Path,
     from tarantula.store.browse import FolderBrowse
 
     return FolderBrowse(root, lambda: folder_documents(config, root), normalize,
+                        duplicates=lambda: folder_duplicates(config, root),
                         commit=store.commit if store is not None else lambda: None,
                         interval=interval, share=share, count=count)  # fmt: skip
 
@@ -121,6 +123,19 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
     from tarantula.store.sqlite.facts import folder_documents as own_documents
 
     return own_documents(root)
+
+
+def folder_duplicates(config: CrawlConfig, root: Path) -> list[tuple[str, str]]:
+    """The URLs ``config``'s crawl keeps as exact duplicates in repository folder ``root``, each
+    with its stored twin (URL, original), read without changing anything: a link to one leads to
+    the twin's copy in ``browse/``. :class:`StoreUnavailable` when the store does not answer."""
+    if config.redis:
+        from tarantula.store.redis import folder_duplicates as shared_duplicates
+
+        return shared_duplicates(config, root)
+    from tarantula.store.sqlite.facts import folder_duplicates as own_duplicates
+
+    return own_duplicates(root)
 
 
 def url_facts(config: CrawlConfig, url: str) -> Met | str:

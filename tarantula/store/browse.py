@@ -38,17 +38,21 @@ logger = logging.getLogger(__name__)
 
 class FolderBrowse:
     """``browse/`` of folder ``root`` kept in passes over ``documents()`` (the folder's documents,
-    or a string saying why there are none); ``commit()`` makes the store's documents durable
+    or a string saying why there are none) and ``duplicates()`` (its duplicates, with their
+    twins); ``commit()`` makes the store's documents durable
     first. The other arguments are :class:`BrowseMirror`'s. Has the methods the browse pipeline
     calls on :class:`BrowseMirror`."""
 
     def __init__(self, root: Path, documents: Callable[[], list[StoredDocument] | str],
-                 normalize: Callable[[str], str], *, commit: Callable[[], None] = lambda: None,
+                 normalize: Callable[[str], str], *,
+                 duplicates: Callable[[], list[tuple[str, str]]] = list,
+                 commit: Callable[[], None] = lambda: None,
                  interval: float = 10.0, share: float = 0.2,
                  count: Callable[[str, int], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         self.root = Path(root)
         self.documents = documents
+        self.duplicates = duplicates
         self.normalize = normalize
         self.commit = commit
         self.interval = interval
@@ -97,7 +101,7 @@ class FolderBrowse:
         db = StateDB(path, tables=False)
         try:
             mirror = BrowseMirror(db, self.root, self.normalize, count=self.count,
-                                  documents=DocumentList(documents))  # fmt: skip
+                                  documents=DocumentList(documents, self.duplicates()))  # fmt: skip
             mirror.open()
         finally:
             db.close()  # commits: the files are written once their rows are

@@ -341,3 +341,33 @@ def test_a_store_that_does_not_answer_skips_the_pass_and_the_next_one_catches_up
     assert not (tmp_path / "browse").exists()
     browse.close()
     assert (tmp_path / "browse/a.test/index.html").is_file()
+
+
+def test_a_link_to_an_exact_duplicate_leads_to_its_twin_s_copy(crawls: Crawls):
+    run = begin(crawls(browsable(crawls)), interval=3600)
+    run.store(A, b'<a href="/b.html">B</a>')
+    # b.html links home by /index.html, which the crawl keeps as a duplicate of /, found later
+    run.store(B, b'<a href="/index.html">home</a> <a href="/">also home</a>')
+    run.commit()
+    assert run.page("a.test/b.html") == (
+        '<a href="http://a.test/index.html">home</a> <a href="index.html">also home</a>'
+    )
+    run.crawl.context.documents.add_duplicate("http://a.test/index.html", A)
+    run.end()
+    assert (
+        run.page("a.test/b.html")
+        == '<a href="index.html">home</a> <a href="index.html">also home</a>'
+    )
+
+
+def test_a_shared_folder_s_links_to_duplicates_lead_to_their_twins(tmp_path: Path):
+    folder = Folder(tmp_path)
+    folder.store(A, "a.test/index.html", b'<a href="/copy.html">copy</a>')
+    duplicates: list[tuple[str, str]] = []
+    browse = FolderBrowse(tmp_path, lambda: list(folder.documents), lambda url: url,
+                          duplicates=lambda: list(duplicates))  # fmt: skip
+    browse.open()
+    assert folder.page("a.test/index.html") == '<a href="http://a.test/copy.html">copy</a>'
+    duplicates.append(("http://a.test/copy.html", A))  # found by another worker
+    browse.close()
+    assert folder.page("a.test/index.html") == '<a href="index.html">copy</a>'

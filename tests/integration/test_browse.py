@@ -278,3 +278,21 @@ def test_a_crawl_without_browsable_writes_no_browse_folder(web, tmp_path):
     result = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")]))
     assert result.status == 0
     assert not (result.repository / "browse").exists()
+
+
+def test_a_link_to_an_exact_duplicate_leads_to_its_twin_offline(web, tmp_path):
+    """/index.html is the same page as /, kept as its duplicate: a link to it leads to the
+    copy of / (as wget -k and HTTrack link to the file they saved)."""
+    home = '<title>Home</title><a href="/b.html">B</a>'
+    page(web, "a.test", "/", home)
+    page(web, "a.test", "/index.html", home)
+    page(web, "a.test", "/b.html", '<title>B</title><a href="/index.html">home</a>')
+    conf = browsable_conf(tmp_path, [web.url("a.test", "/")])
+    crawl = run_crawl(conf)
+    assert crawl.status == 0, crawl.log
+    duplicates = (crawl.repository / "duplicates.tsv").read_text(encoding="utf-8")
+    assert f"{web.url('a.test', '/index.html')}\t{web.url('a.test', '/')}" in duplicates
+    copy = crawl.repository / "browse" / f"a.test:{web.port}" / "b.html"
+    assert copy.read_text(encoding="utf-8") == '<title>B</title><a href="index.html">home</a>'
+    check = verify(conf)
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout

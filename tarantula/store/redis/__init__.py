@@ -6,7 +6,12 @@ no optional package: redis-py and hiredis are imported by the modules that talk 
 
 from __future__ import annotations
 
-from tarantula.store.redis.facts import folder_documents, state_figures, url_facts
+from tarantula.store.redis.facts import (
+    folder_documents,
+    folder_duplicates,
+    state_figures,
+    url_facts,
+)
 from tarantula.store.redis.shared import (
     RedisUnreachable,
     check_reachable,
@@ -21,6 +26,7 @@ __all__ = [
     "check_reachable",
     "crawl_id",
     "folder_documents",
+    "folder_duplicates",
     "key_prefix",
     "open_shared",
     "shared_last_run",

@@ -268,10 +268,11 @@ class RedisDocumentStore(OutputFiles):
         for _, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
             yield data["record"]
 
-    def duplicates(self, chunk: int = 1000) -> Iterator[tuple[str, str]]:
-        """This folder's duplicates of this generation (URL, original), in the order found."""
+    def duplicates(self, chunk: int = 1000, *, every: bool = False) -> Iterator[tuple[str, str]]:
+        """This folder's duplicates of this generation (``every``: of any), (URL, original), in
+        the order found."""
         for url, data in self._ordered(f"dupidx:{self.folder_id}", "dups", chunk):
-            if data["generation"] == self.generation:
+            if every or data["generation"] == self.generation:
                 yield url, data["original"]
 
     def documents(self, chunk: int = 1000) -> Iterator[StoredDocument]:

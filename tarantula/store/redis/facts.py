@@ -58,6 +58,30 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
     return [replace(doc, record=doc.record.partition("\n")[0]) for doc in found]
 
 
+def folder_duplicates(config: CrawlConfig, root: Path) -> list[tuple[str, str]]:
+    """The URLs repository folder ``root`` keeps as exact duplicates in ``config``'s crawl, each
+    with its twin (URL, original); none when the folder has no folder id.
+    :class:`RedisUnreachable` when Redis does not answer."""
+    from redis import RedisError
+
+    from tarantula.store.redis.documents import RedisDocumentStore
+
+    client = connect(config.redis, retry_forever=False)
+    try:
+        try:
+            folder_id = read_folder_id(root)
+        except ValueError:
+            return []
+        if folder_id is None:
+            return []
+        store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
+        return list(store.duplicates(every=True))
+    except RedisError as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
+    finally:
+        client.close()
+
+
 def merged_documents(merged: RedisDocumentStore, root: Path) -> list[StoredDocument]:
     """The documents of folder ``root`` whose records moved to the folder of ``merged`` (``scrapy
     merge``): those of its own ``index.txt``, the list of what it held, which the merge left as it

@@ -69,6 +69,12 @@ class FolderDocuments(Protocol):
     def record(self, url: str) -> str | None:
         """The index record of the document of ``url``, None if none is stored."""
 
+    def original(self, url: str) -> str | None:
+        """The stored twin of ``url`` when the crawl keeps it as an exact duplicate, else None."""
+
+    def duplicates(self) -> Iterable[str]:
+        """Every URL kept as an exact duplicate."""
+
 
 class DatabaseDocuments:
     """The documents of the SQLite store's database, read as the crawl writes them."""
@@ -87,12 +93,26 @@ class DatabaseDocuments:
         row = self.db.execute("SELECT record FROM documents WHERE url = ?", (url,)).fetchone()
         return row[0] if row else None
 
+    def original(self, url: str) -> str | None:
+        row = self.db.execute(
+            "SELECT original FROM duplicates WHERE url = ? ORDER BY generation DESC LIMIT 1", (url,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def duplicates(self) -> Iterable[str]:
+        return [url for (url,) in self.db.execute("SELECT DISTINCT url FROM duplicates")]
+
 
 class DocumentList:
-    """Documents read once, from any store (:func:`tarantula.store.folder_documents`)."""
+    """Documents read once, from any store (:func:`tarantula.store.folder_documents`), with the
+    duplicates and their twins (:func:`tarantula.store.folder_duplicates`)."""
 
-    def __init__(self, documents: Sequence[StoredDocument]) -> None:
+    def __init__(self, documents: Sequence[StoredDocument],
+                 duplicates: Iterable[tuple[str, str]] = ()) -> None:  # fmt: skip
         self.by_url = {doc.url: doc for doc in documents}
+        self.twins: dict[str, str] = {}
+        for url, original in duplicates:  # latest first: the first twin named is the one kept
+            self.twins.setdefault(url, original)
 
     def listing(self) -> Iterable[tuple[str, str, str]]:
         return [(doc.url, doc.path, doc.md5) for doc in self.by_url.values()]
@@ -104,6 +124,12 @@ class DocumentList:
     def record(self, url: str) -> str | None:
         doc = self.by_url.get(url)
         return doc.record if doc else None
+
+    def original(self, url: str) -> str | None:
+        return self.twins.get(url)
+
+    def duplicates(self) -> Iterable[str]:
+        return list(self.twins)
 
 
 def _hashes(urls: Iterable[str]) -> bytes:
@@ -254,7 +280,21 @@ class BrowseMirror:
             copy = copies.get(h)
             if h in force or h in gone or copy is None or copy[2] != md5:
                 self._convert_stored(url, path)
+        self._mark_twins_waited_for()
         self.update()
+
+    def _mark_twins_waited_for(self) -> None:
+        """Mark the pages that link, as an absolute URL, to a URL kept as an exact duplicate
+        (found after they were written): their link leads to the twin's copy now."""
+        waiting = "SELECT page FROM browse_waiting WHERE target = ?"
+        for url in self.documents.duplicates():
+            original = self.documents.original(url)
+            if original is None or self.documents.path(original) is None:
+                continue  # its twin's copy is not in this folder: the link stays a URL
+            h = url_hash(url)
+            pages = [page for (page,) in self.db.execute(waiting, (h,)).fetchall() if page != h]
+            if pages:
+                self._mark(pages)
 
     def close(self) -> None:
         """At the end of a run: every page up to date with the state, the files written at the
@@ -312,11 +352,16 @@ class BrowseMirror:
         self.count("copied" if kind == COPY else "converted", 1)
 
     def _locate(self, url: str) -> tuple[str | None, str | None]:
+        """The normalized ``url`` and the mirror path of its copy: its document's, or, for a URL
+        kept as an exact duplicate, its stored twin's (SPEC 11)."""
         try:
             key = self.normalize(url)
         except UrlRejected:
             return None, None
-        return key, self.documents.path(key)
+        path = self.documents.path(key)
+        if path is None and (original := self.documents.original(key)) is not None:
+            path = self.documents.path(original)
+        return key, path
 
     def _remove(self, h: int, path: str) -> None:
         row = self.db.execute("SELECT absolute FROM browse_copies WHERE hash = ?", (h,)).fetchone()

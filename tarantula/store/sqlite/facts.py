@@ -69,6 +69,21 @@ def folder_documents(root: Path) -> list[StoredDocument] | str:
         db.close()
 
 
+def folder_duplicates(root: Path) -> list[tuple[str, str]]:
+    """The URLs the crawl in repository ``root`` keeps as exact duplicates, each with its stored
+    twin (URL, original), latest generation first; none when there is no crawl there."""
+    path = state_path(root)
+    if not path.is_file():
+        return []
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return db.execute(
+            "SELECT url, original FROM duplicates ORDER BY generation DESC, rowid"
+        ).fetchall()
+    finally:
+        db.close()
+
+
 def _frontier_outcome(state: int, outcome: str | None) -> str:
     if state == QUEUED:
         return "queued"
