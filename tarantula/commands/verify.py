@@ -8,10 +8,12 @@ brought in). It checks that
 - every stored document has its file in the mirror, and the file's content MD5 is the one the
   state recorded when it was stored;
 - no file of the mirror lacks a stored document (the repository's own files aside:
-  :data:`OWN_FILES`; a temporary file a killed run left is reported);
+  :func:`tarantula.core.layout.own_name`; a temporary file a killed run left is reported);
 - ``index.txt`` holds one record per stored document and nothing else;
 - with ``browsable``, ``browse/`` holds a copy of every stored document and nothing else, and
-  every relative link of its pages and style sheets leads to a file in it;
+  every relative link of its pages and style sheets leads to a file in it, and none of them
+  loads anything from the network when opened (an image, a style sheet, a script, a frame left as
+  an absolute URL: :func:`tarantula.core.browse.network_loads`), one line for each such page;
 - with ``warc``, every file under ``warc/`` reads to its end: each gzip member is complete
   (``warcio check`` does not see a member cut short) and each record holds all its bytes.
 
@@ -40,7 +42,14 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
-from tarantula.core.browse import COPY, decode_page, kind_of, link_target, page_links
+from tarantula.core.browse import (
+    COPY,
+    decode_page,
+    kind_of,
+    link_target,
+    network_loads,
+    page_links,
+)
 from tarantula.core.browse import record_fields as _record_fields
 from tarantula.core.config import CrawlConfig
 from tarantula.core.document import codec_for_label
@@ -281,7 +290,8 @@ def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
         except OSError as exc:
             problems.append(f"{browse.name}/{doc.path}: unreadable ({exc.strerror})")
             continue
-        links = page_links(decode_page(body, doc.codec)[0], doc.kind)
+        text = decode_page(body, doc.codec)[0]
+        links = page_links(text, doc.kind)
         count += len(links)
         broken: dict[str, None] = {}  # distinct, in document order
         for link in links:
@@ -289,6 +299,11 @@ def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
             if target is not None and target not in files:
                 broken[link] = None
         problems += (f"{browse.name}/{doc.path}: broken link {link}" for link in broken)
+        if loads := network_loads(text, doc.kind):
+            more = f" and {len(loads) - 1} more" if len(loads) > 1 else ""
+            problems.append(
+                f"{browse.name}/{doc.path}: reaches the network when opened: loads {loads[0]}{more}"
+            )
     return problems, count
 
 

@@ -184,6 +184,19 @@ URL_ATTRIBUTES = frozenset(
 SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
 
 
+#: What a browser loads by itself to show a page (SPEC 6, page requisites): element -> the
+#: attributes it fetches; ``<link>`` only for the ``rel`` values in :data:`_LOADED_RELS`, ``<input>``
+#: only of type image. Style attributes and ``<style>`` elements load every URL they hold.
+_LOADED = {
+    "img": {"src", "srcset", "lowsrc"}, "source": {"src", "srcset"}, "script": {"src"},
+    "link": {"href", "imagesrcset"}, "video": {"src", "poster"}, "audio": {"src"},
+    "track": {"src"}, "object": {"data"}, "embed": {"src"}, "input": {"src"},
+    "image": {"href", "xlink:href"}, "iframe": {"src"}, "frame": {"src"},
+    "body": {"background"}, "table": {"background"}, "td": {"background"}, "th": {"background"},
+}  # fmt: skip
+_LOADED_RELS = frozenset({"stylesheet", "icon", "preload", "modulepreload", "apple-touch-icon"})
+
+
 class _Ref(NamedTuple):
     """A place in a page's text that holds links."""
 
@@ -191,6 +204,7 @@ class _Ref(NamedTuple):
     start: int  # the span replaced: an attribute's value with its quotes, a <style>'s content,
     end: int  # or for base the whole href attribute
     value: str  # an attribute's value, character references decoded; a <style>'s text
+    loads: bool = False  # a browser fetches it to show the page (see _LOADED)
 
 
 def _html_refs(text: str) -> Iterator[_Ref]:
@@ -210,7 +224,7 @@ def _html_refs(text: str) -> Iterator[_Ref]:
             raw_end = _RAW_END[name].search(text, pos)
             content_end = raw_end.start() if raw_end else len(text)
             if name == "style" and content_end > pos:
-                yield _Ref("style", pos, content_end, text[pos:content_end])
+                yield _Ref("style", pos, content_end, text[pos:content_end], True)
             pos = content_end
         elif name == "plaintext":
             return
@@ -227,16 +241,23 @@ def _tag_refs(name: str, attributes: str, offset: int) -> Iterator[_Ref]:
         # the value's span (with its quotes), its text, and where the attribute starts
         seen[attribute] = (offset + m.start(2), offset + m.end(2), html.unescape(value),
                            offset + m.start())  # fmt: skip
+    rel = seen.get("rel", (0, 0, ""))[2].lower().split()
+    kind = seen.get("type", (0, 0, ""))[2].strip().lower()
+    not_loaded = (name == "link" and _LOADED_RELS.isdisjoint(rel)) or (
+        name == "input" and kind != "image"
+    )
+    loaded = () if not_loaded else _LOADED.get(name, ())
     for attribute, (start, end, value, name_start) in seen.items():
+        loads = attribute in loaded
         if attribute in URL_ATTRIBUTES or (attribute == "data" and name == "object"):
             if name == "base" and attribute == "href":
                 yield _Ref("base", name_start, end, value)
             else:
-                yield _Ref("url", start, end, value)
+                yield _Ref("url", start, end, value, loads)
         elif attribute in SRCSET_ATTRIBUTES:
-            yield _Ref("srcset", start, end, value)
+            yield _Ref("srcset", start, end, value, loads)
         elif attribute == "style":
-            yield _Ref("css", start, end, value)
+            yield _Ref("css", start, end, value, True)
         elif (
             attribute == "content"
             and name == "meta"
@@ -318,6 +339,33 @@ def page_links(text: str, doc_kind: str = HTML) -> list[str]:
     else:
         map_html(text, record, drop_base=False)
     return found
+
+
+def network_loads(text: str, doc_kind: str = HTML) -> list[str]:
+    """The URLs that a browser opening the page (or, for ``doc_kind`` css, a style sheet) would
+    fetch from the network by itself, distinct, in document order: what it loads to show it
+    (images, style sheets, scripts, frames, ...: not the links one follows) and is not a path
+    inside ``browse/``.
+
+    >>> network_loads('<a href="http://a.test/">x</a><img src="http://a.test/i.png" srcset="j.png 2x">'
+    ...               '<link rel=stylesheet href="//b.test/s.css"><link rel=next href="http://a.test/2">')
+    ['http://a.test/i.png', '//b.test/s.css']
+    """
+    found: dict[str, None] = {}
+
+    def record(link: str) -> None:
+        if link.startswith("//") or (
+            _SCHEME.match(link) and link[:5].lower() in ("http:", "https")
+        ):
+            found[link] = None
+
+    if doc_kind == CSS:
+        map_css(text, record)
+        return list(found)
+    for ref in _html_refs(text):
+        if ref.loads:
+            _map_refs(text, [ref], record, drop_base=False)
+    return list(found)
 
 
 def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:

@@ -89,6 +89,24 @@ def test_the_index_and_browse_folder_must_match_the_state(crawled):
     ]
 
 
+def test_a_browse_page_that_would_reach_the_network_is_a_problem(web, tmp_path):
+    """A page whose style sheet, image or frame was not stored keeps its absolute URL in
+    browse/: opened, it fetches them from the network (SPEC 11). Links one follows do not."""
+    css = web.url("a.test", "/s.css")
+    web.page("a.test", "/", f'<title>Home</title><link rel="stylesheet" href="{css}">'
+             '<img src="/i.png" srcset="/j.png 2x"><a href="/a.html">a</a>'
+             '<a href="http://elsewhere.test/">out</a>')  # fmt: skip
+    web.page("a.test", "/a.html", '<title>A</title><a href="http://elsewhere.test/">out</a>')
+    conf = conf_with(tmp_path, [web.url("a.test", "/")], {"browsable": True})
+    assert run_crawl(conf).status == 0
+    check = scrapy_verify(conf)
+    assert check.returncode == 1
+    assert check.stdout == (
+        f"browse/a.test:{web.port}/index.html: reaches the network when opened: loads {css} "
+        "and 2 more\n"
+    )
+
+
 def test_a_bad_configuration_exits_2(tmp_path):
     conf = tmp_path / "bad.conf"
     conf.write_text("<crawler-options>\nstarting-points = ;\n")
