@@ -1,6 +1,7 @@
 """The mirror and index pipelines, built with ``build_from_crawler`` on a crawler with the
-project's settings and a real crawl state: what lands in the mirror, in the document store and in
-the ``urls`` table, for new, recrawled, over-limit and unsafe documents."""
+project's settings and a real crawl store: what lands in the mirror, in the document store and in
+the frontier, for new, recrawled, over-limit and unsafe documents; most run on both stores
+(``any_crawls``: SQLite and a real redis-server's)."""
 
 from __future__ import annotations
 
@@ -77,8 +78,9 @@ def begin(crawl: Crawl) -> Run:
 
 
 @pytest.fixture
-def run(crawls: Crawls) -> Run:
-    return begin(crawls())
+def run(any_crawls: Crawls) -> Run:
+    """A run on either store (SQLite, then a real redis-server's)."""
+    return begin(any_crawls())
 
 
 # -- without a Tarantula crawl ------------------------------------------------------------------
@@ -95,7 +97,7 @@ def test_items_that_are_not_documents_pass_untouched(run: Run):
     item = {"url": "http://a.test/"}
     assert run.mirror.process_item(item) is item
     assert run.index.process_item(item) is item
-    assert run.crawl.urls() == {}
+    assert run.crawl.outcomes() == {}
 
 
 # -- storing ------------------------------------------------------------------------------------
@@ -112,7 +114,7 @@ def test_a_document_is_written_to_its_mirror_path_and_indexed(run: Run):
     stored = run.crawl.context.documents.document(url)
     assert stored is not None
     assert (stored.path, stored.md5) == ("a.test/guide/page.html", md5_of(body))
-    assert run.crawl.urls() == {url: (DONE, "stored")}
+    assert (run.crawl.state(url), run.crawl.outcomes()) == (DONE, {"stored": 1})
     assert run.crawl.stat("tarantula/documents/stored") == 1
     assert run.crawl.stat("tarantula/index/records") == 1
     # The record reaches index.txt once the state is committed, not before.
@@ -161,9 +163,10 @@ def recrawl_of(crawls: Crawls, config: CrawlConfig, url: str, body: bytes) -> tu
     return run, run.root / path
 
 
-def test_a_recrawl_with_the_same_body_keeps_the_copy(crawls: Crawls):
+def test_a_recrawl_with_the_same_body_keeps_the_copy(any_crawls: Crawls):
     url, body = "http://a.test/page", b"<html>same</html>"
-    run, copy = recrawl_of(crawls, crawl_config(crawls.tmp_path), url, body)
+    run, copy = recrawl_of(any_crawls, crawl_config(any_crawls.tmp_path, redis=any_crawls.redis),
+                           url, body)  # fmt: skip
     written = copy.stat().st_mtime_ns, copy.stat().st_ino
 
     item = run.process(document(url, body))
@@ -173,13 +176,14 @@ def test_a_recrawl_with_the_same_body_keeps_the_copy(crawls: Crawls):
     assert run.crawl.stat("tarantula/documents/stored") is None
     assert run.crawl.stat("tarantula/recrawl/unchanged") == 1
     # A 200 with the same body still replaces the record (new validators and dates).
-    assert run.crawl.urls() == {url: (DONE, "stored")}
+    assert run.crawl.state(url) == DONE and run.crawl.outcomes().get("stored")
     assert run.crawl.stat("tarantula/index/records") == 1
 
 
-def test_a_recrawl_with_a_new_body_rewrites_the_copy_in_place(crawls: Crawls):
+def test_a_recrawl_with_a_new_body_rewrites_the_copy_in_place(any_crawls: Crawls):
     url = "http://a.test/page"
-    run, copy = recrawl_of(crawls, crawl_config(crawls.tmp_path), url, b"<html>old</html>")
+    config = crawl_config(any_crawls.tmp_path, redis=any_crawls.redis)
+    run, copy = recrawl_of(any_crawls, config, url, b"<html>old</html>")
 
     item = run.process(document(url, b"<html>new</html>"))
 
@@ -227,9 +231,9 @@ class Engine:
 
 
 def test_over_max_page_number_a_new_document_is_dropped_and_its_content_released(
-    crawls: Crawls,
+    any_crawls: Crawls,
 ):
-    crawl = crawls(max_page_number=1)
+    crawl = any_crawls(max_page_number=1)
     crawl.crawler.engine = engine = Engine()  # type: ignore[assignment]
     run = begin(crawl)
     run.fetch("http://a.test/")
@@ -246,7 +250,7 @@ def test_over_max_page_number_a_new_document_is_dropped_and_its_content_released
     with pytest.raises(DropItem, match="max-page-number"):
         run.mirror.process_item(item)
 
-    assert crawl.urls()[url] == (DONE, "over-limit")
+    assert crawl.state(url) == DONE and crawl.outcomes()["over-limit"] == 1
     assert crawl.stat("tarantula/documents/over-limit") == 1
     # The dropped URL is no longer the owner of its content: a later copy is not its duplicate.
     assert documents.claim_content(md5_of(body), "http://a.test/copy") is None
@@ -281,7 +285,7 @@ def test_a_path_that_leads_out_of_the_repository_drops_the_document(run: Run, tm
     with pytest.raises(DropItem, match="cannot store safely"):
         run.mirror.process_item(item)
 
-    assert run.crawl.urls() == {url: (DONE, "unsafe-path")}
+    assert (run.crawl.state(url), run.crawl.outcomes()) == (DONE, {"unsafe-path": 1})
     assert run.crawl.stat("tarantula/documents/unsafe-path") == 1
     assert run.crawl.stat("tarantula/documents/stored") is None
     documents = run.crawl.context.documents

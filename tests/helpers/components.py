@@ -50,22 +50,52 @@ class Crawl:
         return self.crawler.stats.get_value(key)
 
     def urls(self) -> dict[str, tuple[int, str | None]]:
-        """Every URL of the frontier with its state (0 queued, 1 leased, 2 done) and outcome."""
+        """Every URL of the frontier with its state (0 queued, 1 leased, 2 done) and outcome (the
+        SQLite store's: Redis keeps no outcome of a single URL, see :meth:`state`)."""
         rows = self.context.store.db.execute("SELECT url, state, outcome FROM urls")
         return {url: (state, outcome) for url, state, outcome in rows}
+
+    def state(self, url: str) -> int | None:
+        """The frontier state of ``url`` on either store (0 queued, 1 leased, 2 done; None: never
+        seen)."""
+        local = self.context.store.local
+        if local is not None:
+            row = local.execute("SELECT state FROM urls WHERE url = ?", (url,)).fetchone()
+            return row[0] if row else None
+        frontier: Any = self.context.frontier
+        frontier.flush()
+        h8, signed, bucket = frontier._id(url)
+        raw = frontier.client.hget(frontier.prefix + "u", h8)
+        if raw is not None:
+            return raw[0]  # a record's first byte is its state
+        return 2 if frontier.client.sismember(f"{frontier.prefix}s:{bucket}", str(signed)) else None
+
+    def outcomes(self) -> dict[str, int]:
+        """How many URLs are done with each outcome, on either store."""
+        local = self.context.store.local
+        if local is not None:
+            rows = local.execute("SELECT outcome, count(*) FROM urls WHERE state = 2 GROUP BY 1")
+            return dict(rows.fetchall())
+        frontier: Any = self.context.frontier
+        frontier.flush()
+        counts = frontier.client.hgetall(frontier.prefix + "outcome")
+        return {k.decode(): int(v) for k, v in counts.items() if int(v)}
 
 
 class Crawls:
     """Makes crawls of one repository; the SQLite connections they leave open are closed at the
     end of the test."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, redis: str = "") -> None:
         self.tmp_path = tmp_path
+        self.redis = redis  # a Redis server's URL: the crawls share their state through it
         self.made: list[Crawl] = []
 
     def __call__(
         self, config: CrawlConfig | None = None, *, in_memory: bool = False, **keys: Any
     ) -> Crawl:
+        if self.redis:
+            keys.setdefault("redis", self.redis)
         config = config or crawl_config(self.tmp_path, **keys)
         context = CrawlContext.build(config, in_memory=in_memory)
         crawler = get_crawler(TarantulaSpider, PROJECT_SETTINGS)
