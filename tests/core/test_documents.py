@@ -64,3 +64,26 @@ def test_stored_records_the_document_and_acks_its_url():
         state.stored(doc(url))
         assert state.documents.document(url) == doc(url)
         assert state.db.execute("SELECT state, outcome FROM urls").fetchall() == [(2, "stored")]
+
+
+def test_a_record_s_link_lines_are_kept_compressed_and_read_back_whole(tmp_path):
+    record = "m\thttp://h/p\thttp://h/p\tP\tutf-8\thtml\t-\t-\n" + "".join(
+        f"\t@http://h/page-{i}.html Page {i}\n" for i in range(100)
+    )
+    with SqliteStore(tmp_path) as state:
+        state.documents.store(
+            StoredDocument("http://h/p", "h/p.html", "0" * 32, None, None, record)
+        )
+        state.documents.store(doc("http://h/bare"))  # a record line alone
+        line, links = state.db.execute(
+            "SELECT record, links FROM documents WHERE url = 'http://h/p'"
+        ).fetchone()
+        assert line == record.partition("\n")[0] + "\n"  # what SQL reads (types, first lines)
+        assert len(links) < len(record) / 5
+        stored = state.documents.document("http://h/p")
+        assert stored is not None and stored.record == record
+        assert list(state.documents.records()) == [record, "http://h/bare\n"]
+        # A state written before link lines were kept apart has the whole record in one column.
+        state.db.execute("UPDATE documents SET record = ?, links = NULL WHERE url = 'http://h/p'",
+                         (record,))  # fmt: skip
+        assert state.documents.document("http://h/p").record == record  # type: ignore[union-attr]

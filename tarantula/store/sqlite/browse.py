@@ -30,6 +30,7 @@ from tarantula.core.layout import BROWSE_NAME
 from tarantula.core.mirror import UnsafePath, store_path, write_atomic
 from tarantula.core.urls import UrlRejected
 from tarantula.store.sqlite.database import StateDB
+from tarantula.store.sqlite.documents import joined
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +91,10 @@ class DatabaseDocuments:
         return row[0] if row else None
 
     def record(self, url: str) -> str | None:
-        row = self.db.execute("SELECT record FROM documents WHERE url = ?", (url,)).fetchone()
-        return row[0] if row else None
+        row = self.db.execute(
+            "SELECT record, links FROM documents WHERE url = ?", (url,)
+        ).fetchone()
+        return joined(*row) if row else None
 
     def original(self, url: str) -> str | None:
         row = self.db.execute(

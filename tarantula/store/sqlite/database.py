@@ -29,7 +29,8 @@ CREATE INDEX IF NOT EXISTS queued ON urls (host, key) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS leased ON urls (state) WHERE state = 1;
 CREATE TABLE IF NOT EXISTS documents (
     id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, path TEXT NOT NULL, md5 TEXT NOT NULL,
-    last_modified TEXT, etag TEXT, record TEXT NOT NULL, generation INTEGER NOT NULL);
+    last_modified TEXT, etag TEXT, record TEXT NOT NULL, generation INTEGER NOT NULL,
+    links BLOB);
 CREATE INDEX IF NOT EXISTS documents_md5 ON documents (md5);
 CREATE INDEX IF NOT EXISTS documents_path ON documents (path);
 CREATE TABLE IF NOT EXISTS duplicates (
@@ -39,8 +40,11 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 
 #: Columns added since the first release, as (table, column, type): a state made by an earlier
 #: version gets them when it is opened. ``urls.referrer`` is the hash of the page that first
-#: linked to the URL, ``urls.done`` when its outcome was recorded (Unix time).
-ADDED_COLUMNS = (("urls", "referrer", "INTEGER"), ("urls", "done", "REAL"))
+#: linked to the URL, ``urls.done`` when its outcome was recorded (Unix time),
+#: ``documents.links`` the record's link lines, compressed (:mod:`tarantula.store.sqlite.documents`).
+ADDED_COLUMNS = (
+    ("urls", "referrer", "INTEGER"), ("urls", "done", "REAL"), ("documents", "links", "BLOB"),
+)  # fmt: skip
 
 Hook = Callable[[], None]
 

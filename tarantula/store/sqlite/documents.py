@@ -1,15 +1,40 @@
 """The document store of a crawl in one process (:class:`tarantula.store.DocumentStore`): one row
 per stored document in the crawl's database, in the transaction that also marks its URL done in
 the frontier; the content claims that find exact duplicates (SPEC 6) and the page claims that hold
-the crawl to max-page-number are kept in memory, as one process makes them all."""
+the crawl to max-page-number are kept in memory, as one process makes them all. A record's link
+lines are kept compressed (:func:`split`)."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 
 from tarantula.core.documents import StoredDocument
 from tarantula.store.outputs import OutputFiles
 from tarantula.store.sqlite.database import StateDB
+
+#: zlib's fastest level: link lines shrink to about 40% (a page's record of 2 KB, most of it
+#: link lines, keeps about 900 bytes), and a row that small packs several to a database page.
+LINKS_LEVEL = 1
+
+
+def split(record: str) -> tuple[str, bytes | None]:
+    r"""A record as the ``documents`` table keeps it: its record line (the ``record`` column, which
+    SQL reads), and its link lines compressed (``links``; None without any).
+
+    >>> split("m\tu\n\t@http://a.test/ A\n")[0], joined(*split("m\tu\n\t@http://a.test/ A\n"))
+    ('m\tu\n', 'm\tu\n\t@http://a.test/ A\n')
+    """
+    cut = record.find("\n") + 1
+    if cut == 0 or cut == len(record):
+        return record, None
+    return record[:cut], zlib.compress(record[cut:].encode("utf-8"), LINKS_LEVEL)
+
+
+def joined(line: str, links: bytes | None) -> str:
+    """The record :func:`split` kept as ``line`` and ``links`` (a state written before links were
+    kept apart has the whole record in ``line``)."""
+    return line if links is None else line + zlib.decompress(links).decode("utf-8")
 
 
 class SqliteDocuments(OutputFiles):
@@ -46,10 +71,13 @@ class SqliteDocuments(OutputFiles):
 
     def document(self, url: str) -> StoredDocument | None:
         row = self.db.execute(
-            "SELECT url, path, md5, last_modified, etag, record FROM documents WHERE url = ?",
+            "SELECT url, path, md5, last_modified, etag, record, links FROM documents WHERE url = ?",
             (url,),
         ).fetchone()
-        return StoredDocument(*row) if row else None
+        if row is None:
+            return None
+        url, path, md5, last_modified, etag, line, links = row
+        return StoredDocument(url, path, md5, last_modified, etag, joined(line, links))
 
     def path_owner(self, path: str) -> str | None:
         """The URL of the stored document whose copy is at mirror ``path``, if any."""
@@ -107,12 +135,13 @@ class SqliteDocuments(OutputFiles):
     def store(self, doc: StoredDocument) -> None:
         """Record a stored document, new or replaced."""
         self.db.execute(
-            "INSERT INTO documents (url, path, md5, last_modified, etag, record, generation)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET path = excluded.path,"
+            "INSERT INTO documents (url, path, md5, last_modified, etag, record, links, generation)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET path = excluded.path,"
             " md5 = excluded.md5, last_modified = excluded.last_modified, etag = excluded.etag,"
-            " record = excluded.record, generation = excluded.generation",
-            (doc.url, doc.path, doc.md5, doc.last_modified, doc.etag, doc.record, self.generation),
-        )
+            " record = excluded.record, links = excluded.links, generation = excluded.generation",
+            (doc.url, doc.path, doc.md5, doc.last_modified, doc.etag, *split(doc.record),
+             self.generation),
+        )  # fmt: skip
         self.db.changed()
         self._claims.pop(doc.md5, None)
         if doc.url in self._pages:  # a new document claimed its page: the count grows by one
@@ -138,8 +167,8 @@ class SqliteDocuments(OutputFiles):
 
     def records(self) -> Iterator[str]:
         """Every stored document's index record, in the order the documents were first stored."""
-        for (record,) in self.db.execute("SELECT record FROM documents ORDER BY id"):
-            yield record
+        for line, links in self.db.execute("SELECT record, links FROM documents ORDER BY id"):
+            yield joined(line, links)
 
     def duplicates(self) -> Iterator[tuple[str, str]]:
         yield from self.db.execute(
