@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 #: version gets them when it is opened. ``urls.referrer`` is the hash of the page that first
 #: linked to the URL, ``urls.done`` when its outcome was recorded (Unix time),
 #: ``documents.links`` the record's link lines, compressed (:mod:`tarantula.store.sqlite.documents`).
+#: ``urls.original`` is empty when it equals the URL, as most do, to keep the state small.
 ADDED_COLUMNS = (
     ("urls", "referrer", "INTEGER"), ("urls", "done", "REAL"), ("documents", "links", "BLOB"),
 )  # fmt: skip

@@ -108,8 +108,8 @@ class SqliteFrontier:
             " ON CONFLICT (hash) DO UPDATE SET original = excluded.original, depth = excluded.depth,"
             " key = excluded.key, generation = excluded.generation, state = 0, outcome = NULL,"
             " extra = excluded.extra, referrer = excluded.referrer, done = NULL",
-            (h, url, host, original, depth, key, self.generation, extra,
-             None if referrer is None else url_hash(referrer)),
+            (h, url, host, "" if original == url else original, depth, key, self.generation,
+             extra, None if referrer is None else url_hash(referrer)),
         )  # fmt: skip
         self._seen.add(h)
         self._queued(host, key)
@@ -208,7 +208,7 @@ class SqliteFrontier:
             if self.dfs:
                 self._handed.add(row[0])
             self.db.changed()
-            return Entry(row[1], row[2], row[3], row[4], row[5], host)
+            return Entry(row[1], row[2] or row[1], row[3], row[4], row[5], host)
         return None
 
     def _drop_host(self, host: str) -> None:
