@@ -3,6 +3,7 @@ the keys and how records, claims and folders work)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import time
@@ -10,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from tarantula.core.documents import StoredDocument
+from tarantula.core.index import joined, split
 from tarantula.store.outputs import CommitHooks, OutputFiles
 from tarantula.store.redis.codec import url_id
 from tarantula.store.redis.lua import lua
@@ -51,8 +53,16 @@ AHEAD_FOR = 1.0
 
 def _stored(url: str, data: dict[str, Any]) -> StoredDocument:
     return StoredDocument(
-        url, data["path"], data["md5"], data.get("last_modified"), data.get("etag"), data["record"]
+        url, data["path"], data["md5"], data.get("last_modified"), data.get("etag"), _record(data)
     )
+
+
+def _record(data: dict[str, Any]) -> str:
+    """The index record a document's JSON holds: its record line, and its link lines compressed
+    (:func:`tarantula.core.index.split`, base64 in JSON; a record written before they were kept
+    apart is whole in ``record``)."""
+    links = data.get("links")
+    return joined(data["record"], base64.b64decode(links) if links else None)
 
 
 class RedisDocumentStore(OutputFiles):
@@ -190,10 +200,13 @@ class RedisDocumentStore(OutputFiles):
 
         With ``batch`` the script goes out with the batch's other commands, in one round trip:
         :meth:`stored_in` takes the answer once ``batch`` is sent."""
+        line, links = split(doc.record)
         fields = {  # the URL is the hash's field
             "path": doc.path, "md5": doc.md5, "last_modified": doc.last_modified,
-            "etag": doc.etag, "record": doc.record,
+            "etag": doc.etag, "record": line,
         }  # fmt: skip
+        if links is not None:
+            fields["links"] = base64.b64encode(links).decode("ascii")
         data = json.dumps(fields, ensure_ascii=False)
         args = (doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0])
         self._recorded(doc.url, doc.path)
@@ -266,7 +279,7 @@ class RedisDocumentStore(OutputFiles):
     def records(self, chunk: int = 1000) -> Iterator[str]:
         """The index records of this folder's documents, in the order they were first stored."""
         for _, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
-            yield data["record"]
+            yield _record(data)
 
     def duplicates(self, chunk: int = 1000, *, every: bool = False) -> Iterator[tuple[str, str]]:
         """This folder's duplicates of this generation (``every``: of any), (URL, original), in

@@ -26,11 +26,11 @@ from tarantula.core.browse import (
 from tarantula.core.document import codec_for_label
 from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import url_hash
+from tarantula.core.index import joined
 from tarantula.core.layout import BROWSE_NAME
 from tarantula.core.mirror import UnsafePath, store_path, write_atomic
 from tarantula.core.urls import UrlRejected
 from tarantula.store.sqlite.database import StateDB
-from tarantula.store.sqlite.documents import joined
 
 logger = logging.getLogger(__name__)
 

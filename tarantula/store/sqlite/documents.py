@@ -2,39 +2,16 @@
 per stored document in the crawl's database, in the transaction that also marks its URL done in
 the frontier; the content claims that find exact duplicates (SPEC 6) and the page claims that hold
 the crawl to max-page-number are kept in memory, as one process makes them all. A record's link
-lines are kept compressed (:func:`split`)."""
+lines are kept compressed (:func:`tarantula.core.index.split`)."""
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 
 from tarantula.core.documents import StoredDocument
+from tarantula.core.index import joined, split
 from tarantula.store.outputs import OutputFiles
 from tarantula.store.sqlite.database import StateDB
-
-#: zlib's fastest level: link lines shrink to about 40% (a page's record of 2 KB, most of it
-#: link lines, keeps about 900 bytes), and a row that small packs several to a database page.
-LINKS_LEVEL = 1
-
-
-def split(record: str) -> tuple[str, bytes | None]:
-    r"""A record as the ``documents`` table keeps it: its record line (the ``record`` column, which
-    SQL reads), and its link lines compressed (``links``; None without any).
-
-    >>> split("m\tu\n\t@http://a.test/ A\n")[0], joined(*split("m\tu\n\t@http://a.test/ A\n"))
-    ('m\tu\n', 'm\tu\n\t@http://a.test/ A\n')
-    """
-    cut = record.find("\n") + 1
-    if cut == 0 or cut == len(record):
-        return record, None
-    return record[:cut], zlib.compress(record[cut:].encode("utf-8"), LINKS_LEVEL)
-
-
-def joined(line: str, links: bytes | None) -> str:
-    """The record :func:`split` kept as ``line`` and ``links`` (a state written before links were
-    kept apart has the whole record in ``line``)."""
-    return line if links is None else line + zlib.decompress(links).decode("utf-8")
 
 
 class SqliteDocuments(OutputFiles):
