@@ -50,6 +50,8 @@ PRESETS: dict[str, Preset] = {
     "tiny": Preset(hosts=2, pages=300),
     "small": Preset(hosts=20, pages=20_000),
     "large": Preset(hosts=20, pages=200_000),
+    # The SQLite store's growth: CPU per page and state per document at a million pages.
+    "huge": Preset(hosts=20, pages=1_000_000),
     "latency": Preset(hosts=4, pages=2_000),
 }
 
