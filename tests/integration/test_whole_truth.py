@@ -54,8 +54,13 @@ def free_port() -> int:
 
 
 def test_unreachable_seeds_are_failures_and_the_next_run_retries_them(tmp_path):
-    # A refused port and a name that does not resolve (resolve-only: no DNS query is made).
-    port = free_port()
+    # A refused port and a name that does not resolve (resolve-only: no DNS query is made). The
+    # port is held, bound but not listening (a connection is refused), until the server takes it
+    # over: no test running beside this one can take it meanwhile.
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    port = holder.getsockname()[1]
     seeds = [f"http://a.test:{port}/", "http://nowhere.invalid/"]
     conf = write_conf(tmp_path, seeds, log_level=1)
     first = run_crawl(conf)
@@ -66,7 +71,8 @@ def test_unreachable_seeds_are_failures_and_the_next_run_retries_them(tmp_path):
     for seed in seeds:
         assert seed in out  # named at log-level 1
     # The network is back: the next run is not "complete, nothing to do", it fetches the seed.
-    with SiteServer(port=port) as web:
+    with SiteServer(port=port) as web:  # both set SO_REUSEADDR, and the holder does not listen
+        holder.close()
         web.page("a.test", "/", "<title>Back</title>")
         second = run_crawl(conf)
         assert second.status == 0, second.process.stdout
