@@ -47,12 +47,6 @@ def test_max_outlinks_is_a_cap_when_set(web, tmp_path):
     assert "too-many-outlinks: 20" in result.process.stdout
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_unreachable_seeds_are_failures_and_the_next_run_retries_them(tmp_path):
     # A refused port and a name that does not resolve (resolve-only: no DNS query is made). The
     # port is held, bound but not listening (a connection is refused), until the server takes it
