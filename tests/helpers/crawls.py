@@ -185,3 +185,12 @@ def wait_for(condition, timeout: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
+
+
+def write_site(root: Path, pages: dict[str, str]) -> None:
+    """Pages of host a.test as files under ``root`` (``SiteServer(root=root)`` serves them, with
+    validators a recrawl asks with): file name -> HTML."""
+    for name, html in pages.items():
+        path = root / "a.test" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(html, encoding="utf-8")

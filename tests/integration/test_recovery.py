@@ -23,6 +23,7 @@ from tests.helpers.crawls import (
     start_watch,
     wait_for,
     write_conf,
+    write_site,
 )
 from tests.helpers.treesite import PAGES, assert_whole, tree_site
 
@@ -82,13 +83,6 @@ def test_a_reader_sees_each_record_within_seconds(web, tmp_path):
     # The state commits every 0.5 s, then appends the records (0.2-0.5 s seen); held back to
     # the end of the crawl they would lag by over 10 s.
     assert max(lags) < 5.0, lags
-
-
-def write_site(root: Path, pages: dict[str, str]) -> None:
-    for name, html in pages.items():
-        path = root / "a.test" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
 
 
 @pytest.mark.parametrize("presses", [1, 2], ids=["ctrl-c", "ctrl-c-twice"])

@@ -16,7 +16,7 @@ from warcio.timeutils import iso_date_to_timestamp
 
 from tarantula.core.warc import warc_files
 from tarantula.demo.server import SiteServer
-from tests.helpers.crawls import run_crawl, write_conf
+from tests.helpers.crawls import run_crawl, write_conf, write_site
 from tests.helpers.replay import wacz_validate, wayback
 
 pytestmark = pytest.mark.e2e
@@ -25,13 +25,6 @@ PAGES = {
     "index.html": '<title>Home</title><a href="/p.html">p</a><a href="/gone.html">gone</a>',
     "p.html": "<title>P</title><p>Καλημέρα</p>",
 }
-
-
-def write_site(root: Path) -> None:
-    for name, html in PAGES.items():
-        path = root / "a.test" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
 
 
 def captures(paths: list[Path]) -> list[tuple[str, str, str, bytes]]:
@@ -53,7 +46,7 @@ def captures(paths: list[Path]) -> list[tuple[str, str, str, bytes]]:
 
 def test_every_capture_of_a_crawl_and_its_recrawl_replays_in_pywb(tmp_path):
     root = tmp_path / "site"
-    write_site(root)
+    write_site(root, PAGES)
     with SiteServer(root=root) as web:
         conf = write_conf(tmp_path, [web.url("a.test", "/index.html")], warc=True, period=0)
         first = run_crawl(conf)
@@ -87,7 +80,7 @@ def test_every_capture_of_a_crawl_and_its_recrawl_replays_in_pywb(tmp_path):
 
 def test_wacz_packs_every_run_s_warc_files_and_replays(tmp_path):
     root = tmp_path / "site"
-    write_site(root)
+    write_site(root, PAGES)
     with SiteServer(root=root) as web:
         conf = write_conf(tmp_path, [web.url("a.test", "/index.html")], warc=True, wacz=True,
                           period=0)  # fmt: skip

@@ -20,7 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tarantula.core.warc import SERVER_NOT_MODIFIED, gzip_tail, warc_files
 from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer
-from tests.helpers.crawls import run_crawl, start_crawl, wait_for, write_conf
+from tests.helpers.crawls import run_crawl, start_crawl, wait_for, write_conf, write_site
 
 pytestmark = pytest.mark.e2e
 
@@ -169,13 +169,6 @@ def test_warc_no_writes_no_warc_folder(web, tmp_path):
     assert not warc_folder(crawl.repository).exists()
     assert not (crawl.repository / ".tarantula" / "warc-captures.tsv").exists()
     assert not any("tarantula/warc/" in key for key in crawl.stats)
-
-
-def write_site(root: Path, pages: dict[str, str]) -> None:
-    for name, html in pages.items():
-        path = root / "a.test" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(html, encoding="utf-8")
 
 
 def test_a_recrawl_archives_a_304_as_a_revisit_of_the_stored_capture(tmp_path):
