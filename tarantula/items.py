@@ -31,3 +31,17 @@ class Document:
     def record(self) -> IndexRecord:
         return IndexRecord(self.url_md5, self.url, self.original_url, self.title, self.encoding,
                            self.type, self.last_modified, self.server_date, tuple(self.links))  # fmt: skip
+
+
+@dataclass
+class RequisiteCopy:
+    """A page requisite fetched (SPEC 6): kept in the mirror, not in the index."""
+
+    url: str  # normalized, as the page refers to it (before any redirect)
+    entry: str  # its frontier entry, acknowledged once the copy is recorded
+    final_url: str  # normalized, after redirects: where the copy goes in the mirror's layout
+    type: str | None
+    encoding: str | None
+    body: bytes = b""
+    md5: str = ""
+    path: str | None = None  # relative mirror path, set by the mirror pipeline

@@ -4,7 +4,9 @@ URL of the frontier is built (one place, for seeds, links and URLs handed out ag
 ========================= =========================================================================
 key                       meaning
 ========================= =========================================================================
-``tarantula_url``         the normalized URL the request is for (set by whoever built it)
+``tarantula_url``         the normalized URL the request is for (set by whoever built it): its
+                          frontier entry, which for a page requisite carries a mark
+                          (:func:`tarantula.core.requisites.entry_url`)
 ``tarantula_origin``      the URL as first discovered: the index's originalurl
 ``tarantula_path``        dfs: the link positions that lead to the URL from a seed
 ``tarantula_referrer``    the normalized URL of the page that linked to it (none for a seed)
@@ -30,6 +32,7 @@ from scrapy import Request
 
 from tarantula.core.frontier import dfs_path
 from tarantula.core.index import parse_index
+from tarantula.core.requisites import requisite_url
 from tarantula.core.urls import verbatim
 
 if TYPE_CHECKING:
@@ -52,11 +55,14 @@ Callback = Callable[..., Any]
 def new_request(context: CrawlContext, url: str, original: str, depth: int,
                 path: tuple[int, ...], callback: Callback, errback: Callback,
                 referrer: str | None = None) -> Request:  # fmt: skip
-    """A request for a seed or for a link found in a page (``url`` normalized; ``referrer``, the
-    page's)."""
+    """A request for a seed, a link found in a page or a page's requisite (``url`` normalized, a
+    requisite's with its mark; ``referrer``, the page's)."""
     meta: dict[str, Any] = {URL: url, ORIGIN: original, "depth": depth}
     if referrer is not None:
         meta[REFERRER] = referrer
+    requisite = requisite_url(url)
+    if requisite is not None:
+        url = requisite
     if verbatim(url):
         # Scrapy's own key: the URL, normalized already, is not run through safe_url_string again
         # (3 % of a crawl's CPU, and nothing would change). A redirect's target is normalized
@@ -64,7 +70,7 @@ def new_request(context: CrawlContext, url: str, original: str, depth: int,
         meta["verbatim_url"] = True
     if context.frontier.dfs:
         meta[PATH] = path
-    if context.rules.render and context.rules.renders(url):
+    if context.rules.render and requisite is None and context.rules.renders(url):
         meta[RENDER] = True
     return Request(url, callback=callback, errback=errback, meta=meta)
 

@@ -39,6 +39,7 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from tarantula import meta
 from tarantula.context import CrawlContext, context_of
 from tarantula.core.frontier import dfs_key
+from tarantula.core.requisites import entry_url, requisite_url
 from tarantula.core.state import UNREACHABLE
 from tarantula.core.urls import UrlRejected
 
@@ -145,6 +146,8 @@ class FrontierScheduler(BaseScheduler):
                 self._inc("tarantula/scheduler/unusable")
                 return False
         if redirected:
+            if requisite_url(request_meta[meta.URL]) is not None:
+                url = entry_url(url)  # a requisite's redirect leads to a requisite
             self.frontier.ack(request_meta[meta.URL], "redirected")
         extra = {k: request_meta[k] for k in DURABLE_META if k in request_meta}
         extra_json = json.dumps(extra) if extra else None

@@ -23,12 +23,13 @@ from scrapy.exceptions import UsageError
 from tarantula.commands import load_or_report
 from tarantula.core.config import CrawlConfig
 from tarantula.core.links import explain
+from tarantula.core.requisites import Requisite
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.urls import UrlRejected, join_url, normalize_url
 from tarantula.downloadermiddlewares.robotstxt import ROBOTS_MAX_BYTES, robots_rules, site_key
 from tarantula.resolver import lookup
-from tarantula.store import url_facts
+from tarantula.store import url_facts, url_requisite
 
 if TYPE_CHECKING:
     import argparse
@@ -123,6 +124,23 @@ _OUTCOMES = {
 }
 
 
+def requisite_line(requisite: Requisite) -> str:
+    """What the crawl did with a page requisite (SPEC 6), and for which page.
+
+    >>> requisite_line(Requisite("http://h/s.css", "http://h/", "h/s.css"))
+    'of the page http://h/: stored as h/s.css (not in the index)'
+    >>> requisite_line(Requisite("http://h/s.css", "http://h/", outcome="http-404"))
+    'of the page http://h/: failed with http-404'
+    """
+    if requisite.path is not None:
+        what = f"stored as {requisite.path} (not in the index)"
+    elif requisite.outcome is not None:
+        what = f"{_OUTCOMES.get(requisite.outcome, 'failed with')} {requisite.outcome}"
+    else:
+        what = "wanted, not fetched yet"
+    return f"of the page {requisite.page}: {what}"
+
+
 def stamp(epoch: float) -> str:
     """A time as the report writes it, in UTC."""
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
@@ -169,3 +187,5 @@ class Command(ScrapyCommand):
                 print(f"  because     {reason}")
             if e.normalized is not None:
                 print(f"  the crawl   {what_the_crawl_met(config, e.normalized)}")
+                if (requisite := url_requisite(config, e.normalized)) is not None:
+                    print(f"  requisite   {requisite_line(requisite)}")

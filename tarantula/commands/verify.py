@@ -7,7 +7,8 @@ brought in). It checks that
 
 - every stored document has its file in the mirror, and the file's content MD5 is the one the
   state recorded when it was stored;
-- no file of the mirror lacks a stored document (the repository's own files aside:
+- so does every page requisite kept (``page-requisites``, not in the index);
+- no file of the mirror lacks a stored document or requisite (the repository's own files aside:
   :func:`tarantula.core.layout.own_name`; a temporary file a killed run left is reported);
 - ``index.txt`` holds one record per stored document and nothing else;
 - with ``browsable``, ``browse/`` holds a copy of every stored document and nothing else, and
@@ -58,7 +59,7 @@ from tarantula.core.layout import (
     own_name,
 )
 from tarantula.core.repository import Repository
-from tarantula.store import StoreUnavailable, folder_documents
+from tarantula.store import StoreUnavailable, folder_documents, folder_requisites
 
 if TYPE_CHECKING:
     import argparse
@@ -81,6 +82,7 @@ class Tally:
     """What was checked, for the summary line."""
 
     documents: int = 0
+    requisites: int = 0
     files: int = 0
     browse_files: int = 0
     links: int = 0
@@ -90,6 +92,8 @@ class Tally:
 
     def summary(self, root: Path) -> str:
         parts = [f"{self.documents} documents", f"{self.files} files"]
+        if self.requisites:
+            parts.insert(1, f"{self.requisites} page requisites")
         if self.browse_files:
             parts.append(f"{self.browse_files} browse files ({self.links} links)")
         if self.warc_files:
@@ -111,24 +115,27 @@ def verify(config: CrawlConfig, tally: Tally | None = None, jobs: int = 1) -> It
         tally.problems += 1
         return
     tally.documents = len(documents)
-    for problem in _all_checks(config, repository, documents, tally, max(1, jobs)):
+    requisites = read_requisites(config, repository, documents)
+    tally.requisites = len(requisites)
+    for problem in _all_checks(config, repository, documents, requisites, tally, max(1, jobs)):
         tally.problems += 1
         yield problem
     tally.seconds = time.monotonic() - started
 
 
 def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str, Stored],
-                tally: Tally, jobs: int) -> Iterator[str]:  # fmt: skip
+                requisites: dict[str, Stored], tally: Tally, jobs: int) -> Iterator[str]:  # fmt: skip
     yield from check_index(repository.index, documents)
     files = list_files(repository.root, skip=own_name)
     tally.files = len(files)
+    kept = documents | requisites
     with ThreadPoolExecutor(max(4, jobs)) as threads:  # hashing waits on the disk, not the GIL
-        yield from check_mirror(repository.root, documents, files, threads.map)
+        yield from check_mirror(repository.root, kept, files, threads.map)
     if config.browsable:
         browse = repository.root / BROWSE_NAME
         browse_files = list_files(browse)
         tally.browse_files = len(browse_files)
-        yield from check_browse(browse, documents, browse_files, tally, jobs)
+        yield from check_browse(browse, kept, browse_files, tally, jobs)
     if config.warc:
         yield from check_warc(repository.root / "warc", tally)
 
@@ -141,6 +148,19 @@ def read_state(config: CrawlConfig, repository: Repository) -> dict[str, Stored]
     if isinstance(found, str):
         return found
     return {doc.url: _stored(doc.url, doc.path, doc.md5, doc.record) for doc in found}
+
+
+def read_requisites(config: CrawlConfig, repository: Repository,
+                    documents: dict[str, Stored]) -> dict[str, Stored]:  # fmt: skip
+    """The page requisites kept in ``repository`` by URL, but those whose copy is a document's."""
+    paths = {doc.path for doc in documents.values()}
+    return {
+        req.url: Stored(
+            req.url, req.path, req.md5 or "", kind_of(req.type), codec_for_label(req.encoding)
+        )
+        for req in folder_requisites(config, repository.root)
+        if req.path is not None and req.url not in documents and req.path not in paths
+    }
 
 
 def _stored(url: str, path: str, md5: str, first_line: str) -> Stored:

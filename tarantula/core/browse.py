@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import quote, unquote_to_bytes
 
+from tarantula.core.css import map_css
 from tarantula.core.urls import LinkResolver, UrlRejected, join_url
 
 logger = logging.getLogger(__name__)
@@ -341,30 +342,43 @@ def page_links(text: str, doc_kind: str = HTML) -> list[str]:
     return found
 
 
+def loaded_links(text: str, doc_kind: str = HTML) -> tuple[str | None, list[str]]:
+    """The ``<base href>`` of an HTML page and every link a browser opening it (or, for
+    ``doc_kind`` css, a style sheet) fetches by itself to show it, as written, in document order:
+    images, style sheets, scripts, media, frames, CSS ``url()`` and ``@import``; not the links one
+    follows.
+
+    >>> loaded_links('<base href="/b/"><a href="x">x</a><img src="i.png" srcset="j.png 2x">'
+    ...              '<link rel=stylesheet href="s.css"><link rel=next href="2"><p style="background:url(k.png)">')
+    ('/b/', ['i.png', 'j.png', 's.css', 'k.png'])
+    """
+    found: list[str] = []
+    if doc_kind == CSS:
+        map_css(text, found.append)
+        return None, found
+    refs = list(_html_refs(text))
+    base = next((ref.value for ref in refs if ref.kind == "base"), None)
+    for ref in refs:
+        if ref.loads:
+            _map_refs(text, [ref], found.append, drop_base=False)
+    return base, found
+
+
 def network_loads(text: str, doc_kind: str = HTML) -> list[str]:
     """The URLs that a browser opening the page (or, for ``doc_kind`` css, a style sheet) would
-    fetch from the network by itself, distinct, in document order: what it loads to show it
-    (images, style sheets, scripts, frames, ...: not the links one follows) and is not a path
-    inside ``browse/``.
+    fetch from the network by itself (:func:`loaded_links` that are not a path inside
+    ``browse/``), distinct, in document order.
 
     >>> network_loads('<a href="http://a.test/">x</a><img src="http://a.test/i.png" srcset="j.png 2x">'
     ...               '<link rel=stylesheet href="//b.test/s.css"><link rel=next href="http://a.test/2">')
     ['http://a.test/i.png', '//b.test/s.css']
     """
     found: dict[str, None] = {}
-
-    def record(link: str) -> None:
+    for link in loaded_links(text, doc_kind)[1]:
         if link.startswith("//") or (
             _SCHEME.match(link) and link[:5].lower() in ("http:", "https")
         ):
             found[link] = None
-
-    if doc_kind == CSS:
-        map_css(text, record)
-        return list(found)
-    for ref in _html_refs(text):
-        if ref.loads:
-            _map_refs(text, [ref], record, drop_base=False)
     return list(found)
 
 
@@ -380,7 +394,7 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-# -- srcset, CSS, refresh -------------------------------------------------------------------------
+# -- srcset, refresh (CSS: tarantula.core.css) -------------------------------------------------------------------------
 
 _SRCSET_URL = re.compile(rf"[{_WS},]*+([^{_WS}]+)")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
@@ -408,56 +422,6 @@ def map_srcset(value: str, convert: Convert) -> str:
         if url and (new := convert(url)) is not None:
             edits.append((start, end, new))
     return _apply(value, edits)
-
-
-_CSS_REF = re.compile(
-    r"""(?<![\w-])(url\(\s*)(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|([^)"'\s\\]*))\s*\)"""
-    r"""|(@import\s*)(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)')""",
-    re.IGNORECASE | re.DOTALL,
-)
-_CSS_ESCAPE = re.compile(r"\\(?:([0-9A-Fa-f]{1,6})[ \t\n]?|(.))", re.DOTALL)
-_CSS_BARE_UNSAFE = re.compile(r"[\s\"'()\\]")
-
-
-def _css_unescape(text: str) -> str:
-    def char(m: re.Match[str]) -> str:
-        if m[1] is None:
-            return "" if m[2] == "\n" else m[2]
-        code = int(m[1], 16)
-        return chr(code) if 0 < code < 0x110000 and not 0xD800 <= code < 0xE000 else "\ufffd"
-
-    return _CSS_ESCAPE.sub(char, text) if "\\" in text else text
-
-
-def map_css(css: str, convert: Convert) -> str:
-    """CSS text with the URL of each ``url()`` and ``@import`` replaced by ``convert(url)`` where
-    that is not None. A new URL keeps the quotes of the old one, escaped as CSS needs; an unquoted
-    one that needs quotes gets double quotes.
-
-    >>> map_css('a { background: url( "x.png" ) } @import \\'y.css\\'; b { c: url(z.png) }', str.upper)
-    'a { background: url( "X.PNG" ) } @import \\'Y.CSS\\'; b { c: url(Z.PNG) }'
-    >>> map_css("p { background: url(a.png) }", lambda url: "a (1).png")
-    'p { background: url("a (1).png") }'
-    """
-    edits: list[tuple[int, int, str]] = []
-    for m in _CSS_REF.finditer(css):
-        group = next(g for g in (2, 3, 4, 6, 7) if m[g] is not None)
-        url = _css_unescape(m[group]).strip(_WS)
-        if not url or (new := convert(url)) is None:
-            continue
-        quote_mark = {2: '"', 3: "'", 6: '"', 7: "'"}.get(group)
-        if quote_mark is None and _CSS_BARE_UNSAFE.search(new):
-            start, end = m.span(group)
-            edits.append((start, end, '"' + _css_string(new, '"') + '"'))
-            continue
-        escaped = new if quote_mark is None else _css_string(new, quote_mark)
-        edits.append((*m.span(group), escaped))
-    return _apply(css, edits)
-
-
-def _css_string(text: str, quote_mark: str) -> str:
-    text = text.replace("\\", "\\\\").replace(quote_mark, "\\" + quote_mark)
-    return text.replace("\n", "\\a ").replace("\r", "\\d ")
 
 
 _REFRESH = re.compile(

@@ -104,6 +104,10 @@ class CrawlConfig:
     warc: bool = False  # SPEC 11: every HTTP exchange in <repository>/warc/
     browsable: bool = False  # SPEC 11: <repository>/browse/, links made relative
     wacz: bool = False  # SPEC 11: the WARC files packed as <repository>/<name>.wacz every run
+    # SPEC 6, 11: what a stored page needs to render, fetched and kept (None: yes when browsable
+    # or warc is), at most max_requisites of them in the whole crawl (0: no bound)
+    page_requisites: bool | None = None
+    max_requisites: int = 100000
     report: bool = True  # SPEC 11: <repository>/report.html at the end of every run
     redis: str = ""  # SPEC 9: the Redis server workers share the crawl through ("": one process)
     lease_timeout: float = 60.0  # SPEC 9: seconds before a dead worker's URLs go back
@@ -113,6 +117,8 @@ class CrawlConfig:
         # Relative paths in the file mean "next to the file", not "in the current directory".
         path = Path(self.path).absolute()
         object.__setattr__(self, "path", path)
+        if self.page_requisites is None:
+            object.__setattr__(self, "page_requisites", self.browsable or self.warc)
         # normpath folds "conf/../repository" to "repository" without following symlinks.
         object.__setattr__(
             self, "repository", Path(os.path.normpath(path.parent / self.repository))

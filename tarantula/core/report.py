@@ -48,6 +48,7 @@ SET_ASIDE = frozenset(
         "max-document-size",
         "host-dropped",
         "over-limit",
+        "requisite",  # a page requisite stored: not a document
         "unsafe-path",
     }
 )

@@ -111,7 +111,7 @@ class UrlRules:
             self._verdicts[key] = verdict
         return verdict
 
-    def _check(self, url: str, href: str | None) -> Verdict:
+    def _check(self, url: str, href: str | None, skip: str = "") -> Verdict:
         try:
             normalized = self.normalize(url)
         except UrlRejected as exc:
@@ -120,6 +120,8 @@ class UrlRules:
         name = file_name(where.path)
         written = url if href is None else href
         for rule_name, rejects in self.rules:
+            if rule_name == skip:
+                continue
             try:
                 if rejects(written, normalized, where, name):
                     return Verdict(normalized, rule_name, listed=False)
@@ -131,6 +133,21 @@ class UrlRules:
                 return Verdict(normalized, "error", listed=False)
         guard = next((rule for rule, rejects in self.guards if rejects(normalized, where)), None)
         return Verdict(normalized, guard)
+
+    def check_requisite(self, url: str) -> Verdict:
+        """Run ``url`` (absolute), a page requisite (SPEC 6), through the rules that apply to one:
+        normalization, URL length and the reject list. A page needs its requisites from any host,
+        whatever their names: scope, the accept list and the guards do not apply."""
+        key = (url, "\0requisite")
+        verdict = self._verdicts.get(key)
+        if verdict is None:
+            verdict = self._check(url, None, skip="scope")
+            if verdict.url is not None and verdict.listed:  # a guard: not for a requisite
+                verdict = Verdict(verdict.url, None)
+            if len(self._verdicts) >= VERDICTS_KEPT:
+                self._verdicts.clear()
+            self._verdicts[key] = verdict
+        return verdict
 
     def _timed_out(self, exc: PatternTimeout) -> None:
         if str(exc) not in self._timeouts:

@@ -6,7 +6,9 @@ Scrapy hands back the 3xx response itself when the ``Location`` is not http(s) (
 through :class:`~tarantula.core.rules.UrlRules` before Scrapy sees it: a target that is not a
 well-formed http(s) URL, is too long or pathological, leaves the scope, is on the reject list, or
 is not worth fetching is not followed, and is counted and logged (level 2) under its rule like any
-link. robots.txt is applied to followed targets by the robots middleware.
+link; a page requisite's target, which may be on any host, is held to the rules a requisite is
+(:meth:`~tarantula.core.rules.UrlRules.check_requisite`). robots.txt is applied to followed
+targets by the robots middleware.
 
 In a recrawl, a stored document whose URL now redirects is removed, copy and record (SPEC 8);
 its target, when followed, is a new link like any other.
@@ -24,6 +26,7 @@ from scrapy.downloadermiddlewares.redirect import RedirectMiddleware as ScrapyRe
 from scrapy.exceptions import IgnoreRequest
 
 from tarantula.context import CrawlContext, context_of
+from tarantula.core.requisites import requisite_url
 from tarantula.core.urls import UrlRejected, join_url
 from tarantula.meta import URL
 from tarantula.outcomes import count_filtered
@@ -78,15 +81,20 @@ class RedirectMiddleware(ScrapyRedirectMiddleware):
             and not request.meta.get("dont_obey_robotstxt")  # robots.txt may redirect anywhere
         ):
             target = location.decode("latin-1")
-            self._forget_stored(request, target)
+            requisite = requisite_url(request.meta.get(URL) or "") is not None
+            if not requisite:
+                self._forget_stored(request, target)
             try:
                 absolute = join_url(request.url, target)
             except UrlRejected:
                 self._refuse("invalid", target)
-            verdict = rules.check(absolute, target)
+            # A page requisite may come from any host (SPEC 6): scope and accept list aside.
+            verdict = (
+                rules.check_requisite(absolute) if requisite else rules.check(absolute, target)
+            )
             if verdict.rule is not None:
                 self._refuse(verdict.rule, absolute)
-            if verdict.url is not None and not rules.worth_fetching(verdict.url):
+            if not requisite and verdict.url is not None and not rules.worth_fetching(verdict.url):
                 self._refuse("not-accepted", absolute)
         return super().process_response(request, response)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import IgnoreRequest
 
 from tarantula.context import context_of
+from tarantula.core.requisites import requisite_url
 from tarantula.meta import URL
 from tarantula.outcomes import count_filtered
 
@@ -44,6 +45,8 @@ class ScopeMiddleware:
             return  # robots.txt itself
         if meta.get(URL) == request.url and "redirect_urls" not in meta:
             return  # a link the spider checked already
+        if requisite_url(meta.get(URL) or "") is not None:
+            return  # a page requisite: from any host (the redirect middleware checks its targets)
         verdict = self.rules.check(request.url)
         rule = verdict.rule
         if rule is None and not self.rules.worth_fetching(verdict.url or request.url):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 
 from tarantula.context import CrawlContext, context_of
-from tarantula.items import Document
+from tarantula.items import Document, RequisiteCopy
 from tarantula.store import open_browse
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ class BrowsePipeline:
 
     def process_item(self, item: object, spider: Spider | None = None) -> object:
         mirror = self.mirror
+        if mirror is not None and isinstance(item, RequisiteCopy) and item.path is not None:
+            mirror.stored(item.url, item.path, item.md5, item.type, item.encoding, item.body)
+            return item
         if mirror is None or not isinstance(item, Document) or item.unchanged:
             return item
         if item.path is not None and item.md5 is not None:

@@ -37,7 +37,7 @@ from tarantula.core.mirror import (
     store_path,
     write_atomic,
 )
-from tarantula.items import Document
+from tarantula.items import Document, RequisiteCopy
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -53,6 +53,9 @@ class MirrorPipeline:
         self.crawler = crawler
         self.stats = crawler.stats
         self.documents = context.documents
+        self.requisites = context.store.requisites
+        # Whether a new document's path is checked against requisites' copies too (see _write).
+        self.with_requisites = context.config.page_requisites
         self.frontier = context.frontier
         self.repository = context.repository.root
         self.limit = max(context.config.max_page_number, 0)
@@ -68,11 +71,15 @@ class MirrorPipeline:
         self.stored = self.documents.count()
 
     def process_item(self, item: object, spider: Spider | None = None) -> object:
+        if isinstance(item, RequisiteCopy):
+            return self._requisite(item)
         if not isinstance(item, Document) or item.unchanged:
             return item
         md5 = item.md5 or hashlib.md5(item.body, usedforsecurity=False).hexdigest()
         relpath = copy_relpath(item.url, item.type)
         existing, owner = self.documents.placed(item.url, relpath.as_posix())
+        if existing is None and owner is None and self.with_requisites:
+            owner = self.requisites.path_owner(relpath.as_posix())  # a requisite's copy
         if existing is not None and existing.md5 == md5:
             # A 200 with the same body (recrawl): the copy stays as it is; the index pipeline still
             # replaces the record, whose validators and dates are the new answer's (SPEC 8).
@@ -120,6 +127,33 @@ class MirrorPipeline:
             logger.warning("Not stored %s: %s", item.url, exc)
             raise DropItem(f"cannot store safely: {exc}") from exc
         return relpath
+
+    def _requisite(self, item: RequisiteCopy) -> RequisiteCopy:
+        """Store a page requisite's copy in the mirror's layout (SPEC 6), where no other URL's copy
+        is: the copy of a document of the same URL serves as it is. Not a document: no record,
+        no page of max-page-number."""
+        relpath = copy_relpath(item.final_url, item.type)
+        path = relpath.as_posix()
+        owner = self.documents.path_owner(path)
+        if owner != item.final_url:  # else the document's copy serves
+            owner = owner or self.requisites.path_owner(path)
+            if owner not in (None, item.url):
+                relpath = disambiguate(relpath, item.url)
+            try:
+                write_atomic(store_path(self.repository, relpath), item.body, sync=False)
+            except (UnsafePath, OSError) as exc:
+                logger.warning("Not stored: page requisite %s: %s", item.url, exc)
+                self.stats.inc_value("tarantula/requisites/failed")
+                self.requisites.failed(item.url, "unsafe-path")
+                self.frontier.ack(item.entry, "unsafe-path")
+                raise DropItem(f"cannot store safely: {exc}") from exc
+            self.documents.wrote_file()
+        item.path = relpath.as_posix()
+        self.requisites.stored(item.url, item.path, item.md5, item.type, item.encoding)
+        self.frontier.ack(item.entry, "requisite")
+        self.stats.inc_value("tarantula/requisites/stored")
+        logger.info("Stored page requisite %s as %s", item.url, item.path)
+        return item
 
     def _close_at_limit(self) -> None:
         if self.crawler.engine and not self._closing:

@@ -20,13 +20,14 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 
-from tarantula import meta
+from tarantula import meta, requisites
 from tarantula.configure import build_context, load_crawl_config
 from tarantula.context import CrawlContext
 from tarantula.core.document import codec_for_label, parse_html
 from tarantula.core.index import parse_index
 from tarantula.core.links import plan_links, resolve_links
 from tarantula.core.mirror import copy_relpath
+from tarantula.core.requisites import MARK as REQUISITE
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.outcomes import RobotsUnavailable, count_failure, count_filtered, cut_at_max_size
@@ -37,10 +38,6 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
-
-
-def _anything(url: str) -> bool:
-    return True  # no robots.txt middleware: ROBOTSTXT_OBEY is off
 
 
 class TarantulaSpider(Spider):
@@ -78,14 +75,14 @@ class TarantulaSpider(Spider):
         request = getattr(failure, "request", None)
         url = request.meta.get(meta.URL, request.url) if request is not None else None
         if cut_at_max_size(failure.value):  # an IgnoreRequest when found while decompressing
-            self._too_large(url)
-            return
-        if failure.check(IgnoreRequest) and not failure.check(HttpError, RobotsUnavailable):
-            self._ack(url, "filtered")  # counted by the rule that refused it
-            return
-        kind = count_failure(self.crawler.stats, failure.value, url)
-        if kind in ("http-404", "http-410") and url is not None:
-            self._remove(url, f"HTTP {kind[5:]}")
+            kind = self._too_large(url)
+        elif failure.check(IgnoreRequest) and not failure.check(HttpError, RobotsUnavailable):
+            kind = "filtered"  # counted by the rule that refused it
+        else:
+            kind = count_failure(self.crawler.stats, failure.value, url)
+            if kind in ("http-404", "http-410") and url is not None:
+                self.context.remove_document(url, f"HTTP {kind[5:]}", self.crawler.stats)
+        requisites.failed(self, request, kind)
         self._ack(url, kind)
 
     def defect(self, failure: Failure, response: Response, **kwargs: Any) -> None:
@@ -94,18 +91,14 @@ class TarantulaSpider(Spider):
         self._ack(response.meta.get(meta.URL) if response.request is not None else None, "error")
         self.crawler.stats.inc_value("tarantula/failures/error")
 
-    def _too_large(self, url: str | None) -> None:
-        """A document over ``max-document-size``: filtered, never a host failure; its URL is done."""
+    def _too_large(self, url: str | None) -> str:
+        """A document over ``max-document-size``: filtered, never a host failure."""
         count_filtered(self.crawler.stats, "max-document-size", url or "?", "Not stored")
-        self._ack(url, "max-document-size")
+        return "max-document-size"
 
     def _ack(self, url: str | None, outcome: str) -> None:
         if url is not None:
             self.context.frontier.ack(url, outcome)
-
-    def _remove(self, url: str, why: str) -> None:
-        """A stored document is gone from the web, or is now a copy of another."""
-        self.context.remove_document(url, why, self.crawler.stats)
 
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         """Extract a page's links and yield its document when accepted.
@@ -117,6 +110,10 @@ class TarantulaSpider(Spider):
         """
         context = self.context
         url = response.meta.get(meta.URL) or response.url
+        if url.endswith(REQUISITE):
+            for output in requisites.fetched(self, response, url):
+                yield output
+            return
         if "redirect_urls" in response.meta:
             url = context.rules.normalize(response.url)
         if response.status == 304:
@@ -124,7 +121,8 @@ class TarantulaSpider(Spider):
                 yield output
             return
         if "rendered" in response.flags and len(response.body) > context.config.max_document_size:
-            self._too_large(url)  # scripts can grow a page past the limit its download kept to
+            # scripts can grow a page past the limit its download kept to
+            self._ack(url, self._too_large(url))
             return
         reading = read_response(response, url, context.rules)
         documents = context.documents
@@ -146,12 +144,15 @@ class TarantulaSpider(Spider):
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
             context.frontier.ack(url, "not-accepted")
             return
+        if reading.hrefs is not None and reading.text is not None:
+            for request in requisites.page_requests(self, response, url, reading.text.text):
+                yield request
         yield document_item(response, reading, links)
 
     def _duplicate(self, url: str, original: str) -> None:
         """SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed; in a
         recrawl, a stored document that has become one is removed."""
-        self._remove(url, f"now a copy of {original}")
+        self.context.remove_document(url, f"now a copy of {original}", self.crawler.stats)
         self.context.documents.add_duplicate(url, original)
         self.context.frontier.ack(url, "duplicate")
         self.crawler.stats.inc_value("tarantula/documents/duplicate")
@@ -186,7 +187,8 @@ class TarantulaSpider(Spider):
         if robots is not None:
             await robots.learn(link.url for link in found.links)
         depth = response.meta.get("depth", 0) + 1
-        plan = plan_links(found.links, context.rules, robots=robots.allows if robots else _anything,
+        allows = robots.allows if robots else lambda url: True  # ROBOTSTXT_OBEY off: no middleware
+        plan = plan_links(found.links, context.rules, robots=allows,
                           seen=context.frontier.seen, depth=depth, max_depth=context.config.max_depth)  # fmt: skip
         for rule, url in (*found.drops, *plan.drops):
             count_filtered(self.crawler.stats, rule, url)

@@ -26,6 +26,7 @@ from tarantula.store.contract import (
     DocumentStore,
     Frontier,
     Merged,
+    RequisiteStore,
     RunLog,
     StoreUnavailable,
 )
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from tarantula.core.facts import Met
     from tarantula.core.politeness import Politeness
     from tarantula.core.report import StateFigures
+    from tarantula.core.requisites import Requisite
     from tarantula.core.state import Run
     from tarantula.store.browse import FolderBrowse
     from tarantula.store.sqlite.browse import BrowseMirror
@@ -45,17 +47,20 @@ __all__ = [
     "DocumentStore",
     "Frontier",
     "Merged",
+    "RequisiteStore",
     "RunLog",
     "StoreUnavailable",
     "check_store",
     "folder_documents",
     "folder_duplicates",
+    "folder_requisites",
     "last_run",
     "merge_folders",
     "open_browse",
     "open_store",
     "state_figures",
     "url_facts",
+    "url_requisite",
 ]
 
 
@@ -97,6 +102,7 @@ def open_browse(config: CrawlConfig, store: CrawlStore | None, root: Path,
 
     return FolderBrowse(root, lambda: folder_documents(config, root), normalize,
                         duplicates=lambda: folder_duplicates(config, root),
+                        requisites=lambda: folder_requisites(config, root),
                         commit=store.commit if store is not None else lambda: None,
                         interval=interval, share=share, count=count)  # fmt: skip
 
@@ -138,6 +144,19 @@ def folder_duplicates(config: CrawlConfig, root: Path) -> list[tuple[str, str]]:
     return own_duplicates(root)
 
 
+def folder_requisites(config: CrawlConfig, root: Path) -> list[Requisite]:
+    """The page requisites ``config``'s crawl keeps copies of in repository folder ``root``, by
+    path, read without changing anything. :class:`StoreUnavailable` when the store does not
+    answer."""
+    if config.redis:
+        from tarantula.store.redis import folder_requisites as shared_requisites
+
+        return shared_requisites(config, root)
+    from tarantula.store.sqlite.facts import folder_requisites as own_requisites
+
+    return own_requisites(root)
+
+
 def url_facts(config: CrawlConfig, url: str) -> Met | str:
     """What ``config``'s crawl met for the normalized ``url`` (stored as, duplicate of, failed
     with, when, linked from), read without changing anything; a string says why it cannot tell
@@ -149,6 +168,19 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
     from tarantula.store.sqlite.facts import url_facts as own_url_facts
 
     return own_url_facts(config.repository, url)
+
+
+def url_requisite(config: CrawlConfig, url: str) -> Requisite | None:
+    """The page requisite of the normalized ``url`` that ``config``'s crawl wanted (the page that
+    needs it, its copy or why it has none), read without changing anything; None when it wanted
+    none. :class:`StoreUnavailable` when the store does not answer."""
+    if config.redis:
+        from tarantula.store.redis import url_requisite as shared_requisite
+
+        return shared_requisite(config, url)
+    from tarantula.store.sqlite.facts import url_requisite as own_requisite
+
+    return own_requisite(config.repository, url)
 
 
 def state_figures(config: CrawlConfig) -> StateFigures:

@@ -29,6 +29,7 @@ from pathlib import Path
 from tarantula.core.documents import StoredDocument
 from tarantula.core.folderlock import folder_lock
 from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_STATE_NAME, STATE_FOLDER
+from tarantula.core.requisites import Requisite
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite.browse import BrowseMirror, DocumentList
 from tarantula.store.sqlite.database import StateDB
@@ -38,14 +39,15 @@ logger = logging.getLogger(__name__)
 
 class FolderBrowse:
     """``browse/`` of folder ``root`` kept in passes over ``documents()`` (the folder's documents,
-    or a string saying why there are none) and ``duplicates()`` (its duplicates, with their
-    twins); ``commit()`` makes the store's documents durable
+    or a string saying why there are none), ``duplicates()`` (its duplicates, with their
+    twins) and ``requisites()`` (its page requisites' copies); ``commit()`` makes the store's documents durable
     first. The other arguments are :class:`BrowseMirror`'s. Has the methods the browse pipeline
     calls on :class:`BrowseMirror`."""
 
     def __init__(self, root: Path, documents: Callable[[], list[StoredDocument] | str],
                  normalize: Callable[[str], str], *,
                  duplicates: Callable[[], list[tuple[str, str]]] = list,
+                 requisites: Callable[[], list[Requisite]] = list,
                  commit: Callable[[], None] = lambda: None,
                  interval: float = 10.0, share: float = 0.2,
                  count: Callable[[str, int], None] | None = None,
@@ -53,6 +55,7 @@ class FolderBrowse:
         self.root = Path(root)
         self.documents = documents
         self.duplicates = duplicates
+        self.requisites = requisites
         self.normalize = normalize
         self.commit = commit
         self.interval = interval
@@ -101,7 +104,7 @@ class FolderBrowse:
         db = StateDB(path, tables=False)
         try:
             mirror = BrowseMirror(db, self.root, self.normalize, count=self.count,
-                                  documents=DocumentList(documents, self.duplicates()))  # fmt: skip
+                                  documents=DocumentList(documents, self.duplicates(), self.requisites()))  # fmt: skip
             mirror.open()
         finally:
             db.close()  # commits: the files are written once their rows are

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from tarantula.core.documents import StoredDocument
     from tarantula.core.frontier import Entry, Gate
+    from tarantula.core.requisites import Requisite
     from tarantula.core.state import Run
     from tarantula.store.sqlite.database import StateDB
 
@@ -142,6 +143,31 @@ class RunLog(Protocol):
         """The latest run, None before the first."""
 
 
+class RequisiteStore(Protocol):
+    """The page requisites a crawl wanted (SPEC 6), each with the page that needs it and, once
+    fetched, where its copy is in the repository folder; not documents: no index record."""
+
+    generation: int
+
+    def want(self, urls: list[str], page: str, limit: int) -> list[str]:
+        """Of the normalized requisite ``urls`` of stored ``page``, those to fetch now: not
+        wanted yet in this crawl generation, while the crawl has wanted fewer than ``limit`` in
+        all (0: no bound). Each is recorded, a new one as ``page``'s."""
+
+    def stored(self, url: str, path: str, md5: str, doc_type: str | None,
+               encoding: str | None) -> None:  # fmt: skip
+        """The requisite of ``url`` was fetched and its copy is at mirror ``path``."""
+
+    def failed(self, url: str, outcome: str) -> None:
+        """The requisite of ``url`` could not be had, for ``outcome``."""
+
+    def requisite(self, url: str) -> Requisite | None:
+        """What the crawl knows of the requisite of ``url``, None when it never wanted it."""
+
+    def path_owner(self, path: str) -> str | None:
+        """The URL of the requisite whose copy is at mirror ``path``, if any."""
+
+
 class CrawlStore(Protocol):
     """Everything one crawl keeps (see the module's docstring), as one process sees it."""
 
@@ -153,6 +179,9 @@ class CrawlStore(Protocol):
 
     @property
     def runs(self) -> RunLog: ...
+
+    @property
+    def requisites(self) -> RequisiteStore: ...
 
     @property
     def worker(self) -> str:

@@ -331,7 +331,16 @@ def test_css(css, new, expected):
 def test_css_escapes_are_read():
     found: list[str] = []
     map_css(r"a{b:url('\78 .png')} c{d:url(a\(1\).png)}", found.append)
-    assert found == ["x.png"]  # the second has a backslash: not an unquoted URL token we read
+    assert found == ["x.png", "a(1).png"]  # read as a browser reads them
+
+
+def test_css_comments_hold_no_url_and_line_breaks_keep_their_place():
+    css = "/* url(no.png) @import 'no.css'; */\r\na {\r\n b: url(x.png);\f c: url('y.png') }\r@import \"z.css\";"
+    found: list[str] = []
+    assert map_css(css, found.append) == css
+    assert found == ["x.png", "y.png", "z.css"]
+    expected = css.replace("x.png", "X.PNG").replace("y.png", "Y.PNG").replace("z.css", "Z.CSS")
+    assert map_css(css, str.upper) == expected
 
 
 def test_page_links_lists_every_link_in_document_order():

@@ -9,8 +9,10 @@ from __future__ import annotations
 from tarantula.store.redis.facts import (
     folder_documents,
     folder_duplicates,
+    folder_requisites,
     state_figures,
     url_facts,
+    url_requisite,
 )
 from tarantula.store.redis.shared import (
     RedisUnreachable,
@@ -27,9 +29,11 @@ __all__ = [
     "crawl_id",
     "folder_documents",
     "folder_duplicates",
+    "folder_requisites",
     "key_prefix",
     "open_shared",
     "shared_last_run",
     "state_figures",
     "url_facts",
+    "url_requisite",
 ]

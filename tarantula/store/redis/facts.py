@@ -20,6 +20,7 @@ from tarantula.core.frontier import host_of
 from tarantula.core.index import UNKNOWN, parse_index
 from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.report import RunRow, StateFigures
+from tarantula.core.requisites import Requisite
 from tarantula.store.redis.shared import RedisUnreachable, connect, crawl_id, key_prefix
 
 if TYPE_CHECKING:
@@ -76,6 +77,46 @@ def folder_duplicates(config: CrawlConfig, root: Path) -> list[tuple[str, str]]:
             return []
         store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
         return list(store.duplicates(every=True))
+    except RedisError as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
+    finally:
+        client.close()
+
+
+def folder_requisites(config: CrawlConfig, root: Path) -> list[Requisite]:
+    """The page requisites ``config``'s crawl has copies of in repository folder ``root``, by
+    path; none when the folder has no folder id. :class:`RedisUnreachable` when Redis does not
+    answer."""
+    from redis import RedisError
+
+    from tarantula.store.redis.requisites import RedisRequisites
+
+    client = connect(config.redis, retry_forever=False)
+    try:
+        try:
+            folder_id = read_folder_id(root)
+        except ValueError:
+            return []
+        if folder_id is None:
+            return []
+        store = RedisRequisites(client, key_prefix(crawl_id(config)), folder_id)
+        return sorted(store.fetched(), key=lambda req: req.path or "")
+    except RedisError as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
+    finally:
+        client.close()
+
+
+def url_requisite(config: CrawlConfig, url: str) -> Requisite | None:
+    """The page requisite of ``url`` ``config``'s crawl wanted, if any. :class:`RedisUnreachable`
+    when Redis does not answer."""
+    from redis import RedisError
+
+    from tarantula.store.redis.requisites import RedisRequisites
+
+    client = connect(config.redis, retry_forever=False)
+    try:
+        return RedisRequisites(client, key_prefix(crawl_id(config)), "").requisite(url)
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:

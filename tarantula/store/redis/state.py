@@ -20,6 +20,7 @@ from tarantula.core.state import Run
 from tarantula.store.outputs import CommitHooks, close_outputs, ready_outputs
 from tarantula.store.redis.documents import RedisDocumentStore
 from tarantula.store.redis.frontier import Batch, RedisFrontier
+from tarantula.store.redis.requisites import RedisRequisites
 from tarantula.store.redis.runs import WORKER_TTL, RedisRunLog, Workers
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class RedisState:
         self.documents = RedisDocumentStore(
             client, prefix, folder_id, self.db, worker=self.frontier.worker, frontier=self.frontier
         )
+        self.requisites = RedisRequisites(client, prefix, folder_id)
         self.client = client
         self.worker = self.frontier.worker
         self._closed = False
@@ -94,7 +96,7 @@ class RedisState:
             self.frontier.generation = run.generation
         else:
             self.frontier.begin(run.kind, run.generation)
-        self.documents.generation = run.generation
+        self.documents.generation = self.requisites.generation = run.generation
         self.db.commit()
         if self.root is not None:
             ready_outputs(self.documents, run, self.root)

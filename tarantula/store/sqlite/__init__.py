@@ -20,6 +20,7 @@ from tarantula.store.sqlite import runs
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
+from tarantula.store.sqlite.requisites import SqliteRequisites
 from tarantula.store.sqlite.runs import RunLog
 
 __all__ = ["SqliteStore", "last_run_at"]
@@ -47,6 +48,7 @@ class SqliteStore:
         self.runs = RunLog(self.db)
         self.frontier = SqliteFrontier(self.db, traversal)
         self.documents = SqliteDocuments(self.db)
+        self.requisites = SqliteRequisites(self.db)
 
     @property
     def generation(self) -> int:
@@ -61,7 +63,7 @@ class SqliteStore:
         to push. ``now`` (Unix time) is for tests."""
         run = self.runs.begin(now)
         self.frontier.begin(run.kind, run.generation)
-        self.documents.generation = run.generation
+        self.documents.generation = self.requisites.generation = run.generation
         self.db.commit()
         if self.root is not None:
             ready_outputs(self.documents, run, self.root)

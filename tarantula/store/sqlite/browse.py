@@ -26,9 +26,9 @@ from tarantula.core.browse import (
 from tarantula.core.document import codec_for_label
 from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import url_hash
-from tarantula.core.index import joined
 from tarantula.core.layout import BROWSE_NAME
 from tarantula.core.mirror import UnsafePath, store_path, write_atomic
+from tarantula.core.requisites import Requisite
 from tarantula.core.urls import UrlRejected
 from tarantula.store.sqlite.database import StateDB
 
@@ -67,8 +67,9 @@ class FolderDocuments(Protocol):
     def path(self, url: str) -> str | None:
         """The mirror path of the document of (normalized) ``url``, None if none is stored."""
 
-    def record(self, url: str) -> str | None:
-        """The index record of the document of ``url``, None if none is stored."""
+    def fields(self, url: str) -> tuple[str | None, str | None] | None:
+        """The encoding label and short type of the document (or page requisite) of ``url``,
+        None if none is stored."""
 
     def original(self, url: str) -> str | None:
         """The stored twin of ``url`` when the crawl keeps it as an exact duplicate, else None."""
@@ -78,23 +79,32 @@ class FolderDocuments(Protocol):
 
 
 class DatabaseDocuments:
-    """The documents of the SQLite store's database, read as the crawl writes them."""
+    """The documents (and page requisites) of the SQLite store's database, read as the crawl
+    writes them."""
 
     def __init__(self, db: StateDB) -> None:
         self.db = db
 
     def listing(self) -> Iterable[tuple[str, str, str]]:
-        return self.db.execute("SELECT url, path, md5 FROM documents").fetchall()
+        return self.db.execute(
+            "SELECT url, path, md5 FROM documents UNION ALL SELECT url, path, md5 FROM requisites"
+            " WHERE path IS NOT NULL AND url NOT IN (SELECT url FROM documents)"
+        ).fetchall()
 
     def path(self, url: str) -> str | None:
         row = self.db.execute("SELECT path FROM documents WHERE url = ?", (url,)).fetchone()
+        if row is None:
+            row = self.db.execute("SELECT path FROM requisites WHERE url = ?", (url,)).fetchone()
         return row[0] if row else None
 
-    def record(self, url: str) -> str | None:
+    def fields(self, url: str) -> tuple[str | None, str | None] | None:
+        row = self.db.execute("SELECT record FROM documents WHERE url = ?", (url,)).fetchone()
+        if row is not None:
+            return record_fields(row[0])
         row = self.db.execute(
-            "SELECT record, links FROM documents WHERE url = ?", (url,)
+            "SELECT encoding, type FROM requisites WHERE url = ? AND path IS NOT NULL", (url,)
         ).fetchone()
-        return joined(*row) if row else None
+        return None if row is None else (row[0], row[1])
 
     def original(self, url: str) -> str | None:
         row = self.db.execute(
@@ -108,25 +118,37 @@ class DatabaseDocuments:
 
 class DocumentList:
     """Documents read once, from any store (:func:`tarantula.store.folder_documents`), with the
-    duplicates and their twins (:func:`tarantula.store.folder_duplicates`)."""
+    duplicates and their twins (:func:`tarantula.store.folder_duplicates`) and the page
+    requisites fetched (:func:`tarantula.store.folder_requisites`)."""
 
     def __init__(self, documents: Sequence[StoredDocument],
-                 duplicates: Iterable[tuple[str, str]] = ()) -> None:  # fmt: skip
+                 duplicates: Iterable[tuple[str, str]] = (),
+                 requisites: Iterable[Requisite] = ()) -> None:  # fmt: skip
         self.by_url = {doc.url: doc for doc in documents}
+        self.requisites = {
+            req.url: req for req in requisites if req.path and req.url not in self.by_url
+        }
         self.twins: dict[str, str] = {}
         for url, original in duplicates:  # latest first: the first twin named is the one kept
             self.twins.setdefault(url, original)
 
     def listing(self) -> Iterable[tuple[str, str, str]]:
-        return [(doc.url, doc.path, doc.md5) for doc in self.by_url.values()]
+        docs = [(doc.url, doc.path, doc.md5) for doc in self.by_url.values()]
+        return docs + [(r.url, r.path or "", r.md5 or "") for r in self.requisites.values()]
 
     def path(self, url: str) -> str | None:
         doc = self.by_url.get(url)
-        return doc.path if doc else None
+        if doc is not None:
+            return doc.path
+        requisite = self.requisites.get(url)
+        return requisite.path if requisite else None
 
-    def record(self, url: str) -> str | None:
+    def fields(self, url: str) -> tuple[str | None, str | None] | None:
         doc = self.by_url.get(url)
-        return doc.record if doc else None
+        if doc is not None:
+            return record_fields(doc.record)
+        requisite = self.requisites.get(url)
+        return None if requisite is None else (requisite.encoding, requisite.type)
 
     def original(self, url: str) -> str | None:
         return self.twins.get(url)
@@ -308,13 +330,13 @@ class BrowseMirror:
 
     def _convert_stored(self, url: str, path: str) -> None:
         """Convert a stored document from its raw copy and its index record."""
-        record = self.documents.record(url)
+        fields = self.documents.fields(url)
         body = self._raw(path)
-        if record is None or body is None:
+        if fields is None or body is None:
             self.count("failed", 1)
             logger.warning("No browse copy of %s: its raw copy %s cannot be read", url, path)
             return
-        encoding, doc_type = record_fields(record)
+        encoding, doc_type = fields
         md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
         self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
 

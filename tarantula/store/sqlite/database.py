@@ -36,6 +36,10 @@ CREATE INDEX IF NOT EXISTS documents_path ON documents (path);
 CREATE TABLE IF NOT EXISTS duplicates (
     url TEXT PRIMARY KEY, original TEXT NOT NULL, generation INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS requisites (
+    url TEXT PRIMARY KEY, page TEXT NOT NULL, path TEXT, md5 TEXT, type TEXT, encoding TEXT,
+    outcome TEXT, generation INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NOT NULL;
 """
 
 #: Columns added since the first release, as (table, column, type): a state made by an earlier

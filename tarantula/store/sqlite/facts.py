@@ -22,6 +22,7 @@ from tarantula.core.report import (
     StateFigures,
     outcome_class,
 )
+from tarantula.core.requisites import Requisite
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite import state_path
@@ -80,6 +81,43 @@ def folder_duplicates(root: Path) -> list[tuple[str, str]]:
         return db.execute(
             "SELECT url, original FROM duplicates ORDER BY generation DESC, rowid"
         ).fetchall()
+    finally:
+        db.close()
+
+
+def url_requisite(root: Path, url: str) -> Requisite | None:
+    """The page requisite of ``url`` the crawl in repository ``root`` wanted, if any."""
+    path = state_path(root)
+    if not path.is_file():
+        return None
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = db.execute(
+            "SELECT url, page, path, md5, type, encoding, outcome FROM requisites WHERE url = ?",
+            (url,),
+        ).fetchone()
+        return None if row is None else Requisite(*row)
+    except sqlite3.OperationalError:  # no such table: a state made before requisites were kept
+        return None
+    finally:
+        db.close()
+
+
+def folder_requisites(root: Path) -> list[Requisite]:
+    """The page requisites the crawl in repository ``root`` has copies of, by path; none when
+    there is no crawl there (or one made before requisites were kept)."""
+    path = state_path(root)
+    if not path.is_file():
+        return []
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute(
+            "SELECT url, page, path, md5, type, encoding, outcome FROM requisites"
+            " WHERE path IS NOT NULL ORDER BY path"
+        )
+        return [Requisite(*row) for row in rows]
+    except sqlite3.OperationalError:  # no such table
+        return []
     finally:
         db.close()
 

@@ -1,0 +1,79 @@
+"""Page requisites (SPEC 6, ``page-requisites``): what a browser loads by itself to show a stored
+page, fetched so that its copy in ``browse/`` looks offline as it does online.
+
+What counts is :func:`tarantula.core.browse.loaded_links`'s reading of the page: ``<img src
+srcset>``, ``<picture><source srcset>``, ``<link rel=stylesheet|icon|preload|modulepreload>``,
+``<script src>``, ``<video|audio src poster>``, ``<source src>``, ``<track src>``, ``<object
+data>``, ``<embed src>``, ``<input type=image src>``, SVG ``<image href>``, frames, and ``url()``
+and ``@import`` in ``<style>`` elements and ``style`` attributes; in a style sheet, its ``url()``
+and ``@import`` (:mod:`tarantula.core.css`). What scripts load as they run is not seen: only a
+rendering would (``render-list``).
+
+One hop: a requisite's own links are not followed, except a style sheet's, which are requisites of
+the same page. A requisite is fetched once per crawl generation, by a frontier entry of its own
+(:func:`entry_url`), so that a URL that is both a page's requisite and another page's link is
+stored as a document as well (with ``page-requisites`` off the index is the same).
+
+>>> requisites('<base href="http://b.test/s/"><img src="i.png#x"><link rel=stylesheet href="//c.test/a.css">'
+...            '<a href="p.html">p</a><img src="data:image/png;base64,AA"><img src="i.png">', "http://a.test/")
+['http://b.test/s/i.png', 'http://c.test/a.css']
+>>> requisites("@import 'b.css'; p { background: url(../i.png) }", "http://a.test/s/a.css", "css")
+['http://a.test/s/b.css', 'http://a.test/i.png']
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from tarantula.core.browse import HTML, loaded_links
+from tarantula.core.urls import LinkResolver, UrlRejected, join_url
+
+#: What marks a frontier entry as a requisite's: normalized URLs have no fragment, so
+#: ``url + MARK`` never names a document.
+MARK = "#requisite"
+
+
+def entry_url(url: str) -> str:
+    """The frontier entry of the requisite at normalized ``url``."""
+    return url + MARK
+
+
+def requisite_url(entry: str) -> str | None:
+    """The normalized URL of a requisite's frontier entry; None for a document's."""
+    return entry[: -len(MARK)] if entry.endswith(MARK) else None
+
+
+def requisites(text: str, url: str, kind: str = HTML) -> list[str]:
+    """The absolute http(s) URLs (fragments cut) an HTML page's ``text`` (or, for ``kind`` css, a
+    style sheet's) at ``url`` loads, distinct, in document order; not yet normalized."""
+    base, links = loaded_links(text, kind)
+    resolved = url
+    if base:
+        with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
+            resolved = join_url(url, base)
+    join = LinkResolver(resolved).join
+    found: dict[str, None] = {}
+    for link in links:
+        try:
+            absolute = join(link)
+        except UrlRejected:
+            continue
+        if absolute[:8].lower().startswith(("http://", "https://")):
+            found[absolute.partition("#")[0]] = None
+    return list(found)
+
+
+@dataclass(frozen=True)
+class Requisite:
+    """A page requisite the crawl wanted: the page that needs it (the first to), and once fetched
+    its copy's mirror path, MD5, short type and encoding label; else the outcome that ended it
+    (``http-404``, ``robots``, ...), None while it waits."""
+
+    url: str  # normalized
+    page: str
+    path: str | None = None
+    md5: str | None = None
+    type: str | None = None
+    encoding: str | None = None
+    outcome: str | None = None
