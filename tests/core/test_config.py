@@ -797,6 +797,8 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     # Off: on, it needs warc on too (test_wacz_needs_warc).
     "wacz": st.sampled_from(sorted(w for w in BOOLEAN_WORDS.items() if not w[1])),
     "report": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "page-requisites": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "max-requisites": st.integers(0, 10**9).map(lambda n: (str(n), n)),
     "render-wait": _floats(0).map(lambda f: (repr(f), f)),
     # Executables every machine has: the browser is checked when there is a render list.
     "browser": st.sampled_from([("sh", "sh"), ('"/bin/sh"', "/bin/sh")]),
@@ -904,6 +906,17 @@ def test_crawler_conf_sets_every_key() -> None:
     text = (PROJECT / "conf" / "crawler.conf").read_text(encoding="utf-8")
     keys = {m.lower() for m in re.findall(r"^([A-Za-z-]+)\s*=", text, re.M)}
     assert keys == set(KEYS)
+
+
+def test_page_requisites_follow_browsable_and_warc_unless_set() -> None:
+    text = 'starting-points = "http://a.test/";\n<output-options>\n'
+    assert not parse(text).page_requisites
+    assert parse(text + "browsable = yes;").page_requisites
+    assert parse(text + "warc = yes;").page_requisites
+    assert not parse(text + "warc = yes;\npage-requisites = no;").page_requisites
+    assert parse(text + "page-requisites = yes;").page_requisites
+    assert parse(text).max_requisites == 100000
+    assert parse(text + "max-requisites = 0;").max_requisites == 0
 
 
 def test_wacz_needs_warc() -> None:
