@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,8 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
         "warc": "output-options",
         "wacz": "output-options",
         "browsable": "output-options",
+        "page_requisites": "output-options",
+        "max_requisites": "output-options",
         "report": "output-options",
         "redis": "distributed-options",
         "lease_timeout": "distributed-options",
@@ -194,3 +198,17 @@ def write_site(root: Path, pages: dict[str, str]) -> None:
         path = root / "a.test" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(html, encoding="utf-8")
+
+
+def png(red: int, green: int, blue: int, size: int = 1) -> bytes:
+    """A ``size`` x ``size`` PNG of one colour."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    pixels = zlib.compress((b"\0" + bytes([red, green, blue]) * size) * size)
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import shutil
 import signal
-import struct
 import subprocess
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -16,7 +14,15 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from tarantula.demo.server import RequestRecord, Resource, SiteServer
-from tests.helpers.crawls import Crawl, run_crawl, run_scrapy, start_crawl, wait_for, write_conf
+from tests.helpers.crawls import (
+    Crawl,
+    png,
+    run_crawl,
+    run_scrapy,
+    start_crawl,
+    wait_for,
+    write_conf,
+)
 from tests.helpers.treesite import tree_site
 
 pytestmark = pytest.mark.e2e
@@ -30,20 +36,6 @@ def browsable_conf(folder: Path, seeds: list[str], **keys: object) -> Path:
 
 def verify(conf: Path) -> subprocess.CompletedProcess[str]:
     return run_scrapy("verify", str(conf))
-
-
-def png(red: int, green: int, blue: int) -> bytes:
-    """A 1x1 PNG of one colour."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    pixel = zlib.compress(bytes([0, red, green, blue]))
-    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixel) + chunk(b"IEND", b"")
-    )
 
 
 def page(web: SiteServer, host: str, target: str, html: str) -> None:
