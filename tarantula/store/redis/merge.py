@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 
     from tarantula.core.config import CrawlConfig
     from tarantula.store.redis.documents import RedisDocumentStore
+    from tarantula.store.redis.requisites import RedisRequisites
 
 #: How a file came to be in the repository.
 LINKED, COPIED, IN_PLACE = "linked", "copied", "in place"
@@ -152,6 +153,7 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     ``target`` (see the module's docstring); yields one line per record not merged (its copy is
     missing or could not be placed), which stays with its folder."""
     from tarantula.store.redis.documents import MERGED_INTO, RedisDocumentStore
+    from tarantula.store.redis.requisites import RedisRequisites
     from tarantula.store.redis.runs import last_run
 
     last = last_run(client, prefix)
@@ -165,6 +167,8 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
         # First: a folder cut short by a stop verifies against both folders' records.
         client.hset(prefix + MERGED_INTO, folder_id, target_id)
         yield from _merge_documents(source, folder, target, target_id, merged, chunk)
+        yield from _merge_requisites(RedisRequisites(client, prefix, folder_id), folder, target,
+                                     target_id, merged)  # fmt: skip
         merged.duplicates += source.move_duplicates_to(target_id, chunk)
         merged.warc_files += merge_warc(folder / WARC_FOLDER, target / WARC_FOLDER, folder_id)
         merge_captures(folder / STATE_FOLDER / CAPTURES_NAME, target / STATE_FOLDER / CAPTURES_NAME)
@@ -212,6 +216,31 @@ def _merge_documents(source: RedisDocumentStore, folder: Path, target: Path, tar
         if len(batch) >= chunk:
             flush()
     flush()
+
+
+def _merge_requisites(source: RedisRequisites, folder: Path, target: Path, target_id: str,
+                      merged: Merged) -> Iterator[str]:  # fmt: skip
+    """Place the page requisites' copies of ``folder`` in ``target`` (as documents' are), then
+    record them there."""
+    moved: list[str] = []
+    for requisite in source.fetched():
+        path = requisite.path or ""
+        copy = folder / path
+        problem = mirror_path_problem(path) or (None if copy.is_file() else "missing")
+        if problem is None:
+            try:
+                how = place(copy, target / path, requisite.md5)
+            except OSError as exc:
+                problem = f"not copied: {exc.strerror or exc}"
+        if problem is not None:
+            yield f"{copy}: {problem} (page requisite {requisite.url}); not merged"
+            continue
+        merged.linked += how == LINKED
+        merged.copied += how == COPIED
+        moved.append(requisite.url)
+    if moved:
+        sync_filesystem(target)
+        source.move_to(target_id, moved)
 
 
 def merge_warc(source: Path, target: Path, folder_id: str) -> int:

@@ -79,3 +79,11 @@ class RedisRequisites:
             data = json.loads(raw)
             if data.get("path") and data.get("f") == folder:
                 yield _requisite(url.decode(), data)
+
+    def move_to(self, folder_id: str, urls: list[str]) -> None:
+        """The copies of the requisites ``urls`` are in folder ``folder_id`` now (a merge)."""
+        for url in urls:
+            data = self._data(url)
+            if data is not None:
+                data["f"] = folder_id
+                self.client.hset(self.key, url, json.dumps(data))

@@ -1,0 +1,52 @@
+"""End-to-end: page requisites (SPEC 6) in a crawl shared through a real Redis: every requisite is
+fetched once whichever worker meets it, kept in the folder of the worker that fetched it, linked
+from ``browse/``, carried by ``scrapy merge``; every folder passes ``scrapy verify``."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.crawls import run_scrapy
+from tests.helpers.shared import finish, shared_conf, start_worker
+from tests.helpers.styled import REQUISITES, asked, styled_site
+
+pytestmark = [pytest.mark.e2e, pytest.mark.redis]
+
+
+def test_two_workers_fetch_each_requisite_once_into_the_shared_folder(web, tmp_path, redis_server):
+    home = styled_site(web)
+    conf = shared_conf(tmp_path, home, redis_server, browsable=True)
+    finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+    fetched = asked(web)
+    assert set(fetched) == REQUISITES | {("www.x.test", "/"), ("www.x.test", "/other.html")}
+    assert len(fetched) == len(set(fetched)), fetched
+    repository = tmp_path / "repo"
+    assert "png" not in (repository / "index.txt").read_text(encoding="utf-8")
+    page = (repository / f"browse/www.x.test:{web.port}/index.html").read_text(encoding="utf-8")
+    assert f'src="../cdn.y.test:{web.port}/logo.png"' in page
+    assert 'href="s/main.css"' in page
+    check = run_scrapy("verify", str(conf))
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout
+    assert f"{len(REQUISITES)} page requisites" in check.stderr
+
+
+def test_requisites_in_folders_of_their_own_merge_with_the_pages(web, tmp_path, redis_server):
+    home = styled_site(web)
+    confs = [
+        shared_conf(tmp_path / name, home, redis_server, browsable=True)
+        for name in ("m1", "m2", "merged")
+    ]
+    finish(start_worker(confs[0], "w1"), start_worker(confs[1], "w2"))
+    for conf in confs[:2]:  # each part passes: what it links to and does not hold stays a URL
+        check = run_scrapy("verify", str(conf))
+        assert check.returncode in (0, 1), check.stderr
+        assert "not a stored document" not in check.stdout, check.stdout
+    parts = [conf.parent / "repo" for conf in confs[:2]]
+    result = run_scrapy("merge", str(confs[2]), *map(str, parts))
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    check = run_scrapy("verify", str(confs[2]))
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout
+    assert f"2 documents, {len(REQUISITES)} page requisites" in check.stderr
+    target = tmp_path / "merged" / "repo"
+    page = (target / f"browse/www.x.test:{web.port}/index.html").read_text(encoding="utf-8")
+    assert f'src="../cdn.y.test:{web.port}/logo.png"' in page
