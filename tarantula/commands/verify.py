@@ -45,6 +45,7 @@ from scrapy.exceptions import UsageError
 from tarantula.commands import load_or_report, tell
 from tarantula.core.browse import (
     COPY,
+    browse_name,
     decode_page,
     kind_of,
     link_target,
@@ -263,11 +264,12 @@ def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], ta
     name = browse.name
     pages = []
     for doc in documents.values():
-        if doc.path not in files:
-            yield f"{name}/{doc.path}: missing (stored for {doc.url})"
+        where = browse_name(doc.path, doc.kind)
+        if where not in files:
+            yield f"{name}/{where}: missing (stored for {doc.url})"
         elif doc.kind != COPY:
             pages.append(doc)
-    stored = {doc.path for doc in documents.values()}
+    stored = {browse_name(doc.path, doc.kind) for doc in documents.values()}
     for path in sorted(files - stored):
         yield f"{name}/{path}: not a stored document"
     batches = list(_batches(pages, 500))
@@ -305,24 +307,25 @@ def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
     problems = []
     count = 0
     for doc in batch:
+        where = browse_name(doc.path, doc.kind)
         try:
-            body = (browse / doc.path).read_bytes()
+            body = (browse / where).read_bytes()
         except OSError as exc:
-            problems.append(f"{browse.name}/{doc.path}: unreadable ({exc.strerror})")
+            problems.append(f"{browse.name}/{where}: unreadable ({exc.strerror})")
             continue
         text = decode_page(body, doc.codec)[0]
         links = page_links(text, doc.kind)
         count += len(links)
         broken: dict[str, None] = {}  # distinct, in document order
         for link in links:
-            target = link_target(doc.path, link)
+            target = link_target(where, link)
             if target is not None and target not in files:
                 broken[link] = None
-        problems += (f"{browse.name}/{doc.path}: broken link {link}" for link in broken)
+        problems += (f"{browse.name}/{where}: broken link {link}" for link in broken)
         if loads := network_loads(text, doc.kind):
             more = f" and {len(loads) - 1} more" if len(loads) > 1 else ""
             problems.append(
-                f"{browse.name}/{doc.path}: reaches the network when opened: loads {loads[0]}{more}"
+                f"{browse.name}/{where}: reaches the network when opened: loads {loads[0]}{more}"
             )
     return problems, count
 

@@ -71,6 +71,37 @@ def kind_of(doc_type: str | None) -> str:
 
 # -- paths and links ---------------------------------------------------------------------------
 
+
+def browse_name(path: str, kind: str) -> str:
+    """Where the copy of the document at mirror ``path`` is in ``browse/``: the same path, but for
+    an HTML page or a style sheet whose name ends in a query, which gets its type's extension
+    after it, as wget's ``--adjust-extension`` gives it: a browser opening a file from disk knows
+    its type by the extension, and applies a style sheet only when it knows it is one.
+
+    >>> browse_name("h/_static/theme.css?2022.1", CSS), browse_name("h/list.php?page=2", HTML)
+    ('h/_static/theme.css?2022.1.css', 'h/list.php?page=2.html')
+    >>> browse_name("h/a.css", CSS), browse_name("h/logo.png?v=1", COPY), browse_name("h/p?x.HTML", HTML)
+    ('h/a.css', 'h/logo.png?v=1', 'h/p?x.HTML')
+    """
+    if kind == COPY or "?" not in path.rpartition("/")[2]:
+        return path
+    if path.lower().endswith((".html", ".htm") if kind == HTML else (".css",)):
+        return path
+    return f"{path}.{kind}"
+
+
+def mirror_names(name: str) -> tuple[str, ...]:
+    """The mirror paths whose copy can be at ``browse/<name>`` (see :func:`browse_name`).
+
+    >>> mirror_names("h/t.css?1.css"), mirror_names("h/a.css")
+    (('h/t.css?1.css', 'h/t.css?1'), ('h/a.css',))
+    """
+    if "?" in name.rpartition("/")[2]:
+        for ext in (".html", ".css"):
+            if name.endswith(ext):
+                return name, name[: -len(ext)]
+    return (name,)
+
 #: Characters kept as they are in a name written into a link; everything else, '%', '?' and '#'
 #: first, is percent-encoded, so the browser looks for the very name on disk. Parentheses and
 #: quotes are encoded too: the same link goes into unquoted CSS ``url()``.

@@ -113,6 +113,9 @@ CONTENT_TYPES = {
     ".jpg": "image/jpeg",
     ".jpeg": "image/jpeg",
     ".gif": "image/gif",
+    ".svg": "image/svg+xml",
+    ".ico": "image/vnd.microsoft.icon",
+    ".json": "application/json",
     ".doc": "application/msword",
     ".xml": "application/xml",
 }

@@ -19,8 +19,10 @@ from typing import Protocol
 from tarantula.core.browse import (
     COPY,
     PageLinks,
+    browse_name,
     convert_document,
     kind_of,
+    mirror_names,
     record_fields,
 )
 from tarantula.core.document import codec_for_label
@@ -229,13 +231,19 @@ class BrowseMirror:
                 self.db.execute(f"DELETE FROM {table}")
         self._dirty = {page for (page,) in self.db.execute("SELECT page FROM browse_dirty")}
         redo: set[int] = set()
-        for (path,) in self.db.execute("SELECT path FROM browse_pending").fetchall():
-            row = self.db.execute("SELECT hash FROM browse_copies WHERE path = ?", (path,))
-            owners = [h for (h,) in row]
+        for (name,) in self.db.execute("SELECT path FROM browse_pending").fetchall():
+            owners = [
+                h
+                for path in mirror_names(name)
+                for h, kind in self.db.execute(
+                    "SELECT hash, kind FROM browse_copies WHERE path = ?", (path,)
+                )
+                if browse_name(path, kind) == name
+            ]
             if owners:
                 redo.update(owners)
             else:
-                self._queue_file(path, None)
+                self._queue_file(name, None)
         self.reconcile(redo)
 
     def stored(self, url: str, path: str, md5: str, doc_type: str | None, encoding: str | None,
@@ -344,13 +352,14 @@ class BrowseMirror:
                  body: bytes) -> None:  # fmt: skip
         h = url_hash(url)
         old = self.db.execute(
-            "SELECT path, absolute FROM browse_copies WHERE hash = ?", (h,)
+            "SELECT path, absolute, kind FROM browse_copies WHERE hash = ?", (h,)
         ).fetchone()
+        name = browse_name(path, kind)
         content: bytes | Path
         if kind == COPY:
             content, links = self.repository / path, PageLinks()
         else:
-            content, links = convert_document(body, kind, codec, url, path, self._locate)
+            content, links = convert_document(body, kind, codec, url, name, self._locate)
         local, absolute = _hashes(links.local), _hashes(links.absolute)
         before = set(_unpack(old[1])) if old else set()
         after = set(_unpack(absolute))
@@ -371,9 +380,9 @@ class BrowseMirror:
         if old is None:  # a new target: the pages that wait for it can link to it now
             waiting = self.db.execute("SELECT page FROM browse_waiting WHERE target = ?", (h,))
             self._mark(page for (page,) in waiting.fetchall() if page != h)
-        elif old[0] != path and not self._path_used(old[0]):
-            self._queue_file(old[0], None)
-        self._queue_file(path, content)
+        elif browse_name(old[0], old[2]) != name and not self._path_used(old[0]):
+            self._queue_file(browse_name(old[0], old[2]), None)
+        self._queue_file(name, content)
         self.count("copied" if kind == COPY else "converted", 1)
 
     def _locate(self, url: str) -> tuple[str | None, str | None]:
@@ -385,18 +394,25 @@ class BrowseMirror:
             return None, None
         path = self.documents.path(key)
         if path is None and (original := self.documents.original(key)) is not None:
-            path = self.documents.path(original)
+            key_of_copy, path = original, self.documents.path(original)
+        else:
+            key_of_copy = key
+        if path is not None and "?" in path.rpartition("/")[2]:  # see browse_name
+            fields = self.documents.fields(key_of_copy)
+            path = browse_name(path, kind_of(fields[1] if fields else None))
         return key, path
 
     def _remove(self, h: int, path: str) -> None:
-        row = self.db.execute("SELECT absolute FROM browse_copies WHERE hash = ?", (h,)).fetchone()
+        row = self.db.execute(
+            "SELECT absolute, kind FROM browse_copies WHERE hash = ?", (h,)
+        ).fetchone()
         self.db.sql.executemany(
             "DELETE FROM browse_waiting WHERE target = ? AND page = ?",
             [(t, h) for t in _unpack(row[0])] if row else [],
         )
         self.db.execute("DELETE FROM browse_copies WHERE hash = ?", (h,))
         if not self._path_used(path):
-            self._queue_file(path, None)
+            self._queue_file(browse_name(path, row[1] if row else COPY), None)
 
     def _mark_referrers(self, gone: set[int]) -> None:
         """Mark the pages that link to a document in ``gone`` as a file."""

@@ -1,0 +1,148 @@
+"""A browsable copy of a real site: Tarantula (``browsable = yes``, page requisites on) against
+``wget --mirror --page-requisites --convert-links`` on Debian's Python 3.11 documentation.
+
+    python -m bench.pydoc --runs 3
+
+The documentation (``python3.11-doc``) is copied with its symbolic links followed (its
+``_static/jquery.js`` and ``underscore.js`` are links into ``/usr/share/javascript``) and served
+from 127.0.0.1 by the project's recording server; both crawlers use one connection, no delay.
+Each run reports wall time, CPU seconds, the documents and requisites each kept, what
+``scrapy verify`` says of Tarantula's ``browse/`` (pages that would reach the network when opened
+included), and how many of wget's converted pages still load something from the network. With
+``--screenshot`` (needs the playwright extra and Debian's chromium), ``library/os.html`` is
+opened online and from ``browse/`` with the network unreachable, and the two screenshots are
+compared. Medians are printed as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench.run import PROJECT, measure
+from tarantula.core.browse import network_loads
+from tarantula.demo.server import SiteServer
+
+PYDOC = Path("/usr/share/doc/python3.11/html")
+HOST = "docs.python.test"
+CONF = """<crawler-options>
+starting-points = "http://{host}:{port}/index.html";
+scope = host-scope;
+repository = "repo";
+delay = 0;
+host-concurrency = 1;
+max-depth = 0;
+resolve = {{ "*.test=127.0.0.1" }};
+resolve-only = yes;
+<logging>
+log-file = "log";
+log-level = 1;
+<multithreading-options>
+threads = 8;
+<output-options>
+browsable = yes;
+"""
+
+
+def tarantula(folder: Path, port: int) -> dict[str, object]:
+    folder.mkdir(parents=True)
+    conf = folder / "crawl.conf"
+    conf.write_text(CONF.format(host=HOST, port=port), encoding="utf-8")
+    crawl = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
+    m = measure(crawl, PROJECT, folder / "crawl.out", 600)
+    verify = subprocess.run([sys.executable, "-m", "scrapy", "verify", str(conf)], cwd=PROJECT,
+                            capture_output=True, text=True)  # fmt: skip
+    network = sum("reaches the network" in line for line in verify.stdout.splitlines())
+    log = (folder / "log").read_text(encoding="utf-8")
+    index = (folder / "repo" / "index.txt").read_text(encoding="utf-8").splitlines()
+    return {
+        "wall": m.wall, "cpu": m.cpu, "status": m.status,
+        "documents": sum(1 for line in index if not line.startswith("\t")),
+        "requisites": log.count("Stored page requisite "),
+        "problems": len(verify.stdout.splitlines()), "network": network,
+        "verify": verify.stderr.strip().splitlines()[-1] if verify.stderr.strip() else "",
+    }  # fmt: skip
+
+
+def wget(folder: Path, port: int) -> dict[str, object]:
+    folder.mkdir(parents=True)
+    command = ["wget", "--no-config", "--mirror", "--page-requisites", "--convert-links",
+               "--no-verbose", "-e", "use_proxy=yes", "-e", f"http_proxy=127.0.0.1:{port}",
+               "-P", str(folder / "mirror"), "-o", str(folder / "wget.log"),
+               f"http://{HOST}/index.html"]  # fmt: skip
+    m = measure(command, folder, folder / "wget.out", 600)
+    site = folder / "mirror" / HOST
+    files = [p for p in site.rglob("*") if p.is_file()]
+    pages = [p for p in files if p.suffix == ".html"]
+    network = sum(
+        bool(network_loads(p.read_text(encoding="utf-8", errors="replace"))) for p in pages
+    )
+    return {
+        "wall": m.wall, "cpu": m.cpu, "status": m.status, "documents": len(pages),
+        "requisites": len(files) - len(pages), "problems": "-", "network": network, "verify": "",
+    }  # fmt: skip
+
+
+def screenshots(port: int, browse: Path) -> bool:
+    """Whether ``library/os.html`` looks the same online and from ``browse/`` offline."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"),
+                                             args=["--host-resolver-rules=MAP *.test 127.0.0.1"])  # fmt: skip
+        shots = []
+        for url in (f"http://{HOST}:{port}/library/os.html",
+                    (browse / f"{HOST}:{port}/library/os.html").as_uri()):  # fmt: skip
+            context = browser.new_context(viewport={"width": 1000, "height": 800})
+            if url.startswith("file:"):
+                context.route("**/*", lambda route, request: route.continue_()
+                              if request.url.startswith("file:") else route.abort())  # fmt: skip
+            tab = context.new_page()
+            tab.goto(url, wait_until="networkidle")
+            shots.append(tab.screenshot())
+            context.close()
+        browser.close()
+    return shots[0] == shots[1]
+
+
+def _median(results: list[dict[str, object]], key: str) -> float:
+    return statistics.median(float(r[key]) for r in results)  # type: ignore[arg-type]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--screenshot", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tarantula-pydoc-") as tmp:
+        root = Path(tmp) / "site"
+        shutil.copytree(PYDOC, root / HOST, symlinks=False)
+        rows: dict[str, list[dict[str, object]]] = {"tarantula": [], "wget": []}
+        with SiteServer(root=root) as server:
+            for run in range(args.runs):
+                rows["tarantula"].append(tarantula(Path(tmp) / f"t{run}", server.port))
+                rows["wget"].append(wget(Path(tmp) / f"w{run}", server.port))
+                print(run, rows["tarantula"][-1], rows["wget"][-1], flush=True)
+            if args.screenshot:
+                with ThreadPoolExecutor(1) as thread:
+                    same = thread.submit(screenshots, server.port, Path(tmp) / "t0/repo/browse")
+                    print("library/os.html offline looks as online:", same.result())
+    print(
+        "| crawler | wall s | CPU s | pages | requisites | verify problems | pages reaching the network |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, results in rows.items():
+        last = results[-1]
+        print(f"| {name} | {_median(results, 'wall'):.1f} | {_median(results, 'cpu'):.1f} | {last['documents']} "
+              f"| {last['requisites']} | {last['problems']} | {last['network']} |")  # fmt: skip
+    print(rows["tarantula"][-1]["verify"])
+
+
+if __name__ == "__main__":
+    main()
