@@ -19,6 +19,8 @@ from scrapy.exceptions import (
 )
 from scrapy.spidermiddlewares.httperror import HttpError
 
+from tarantula.core.requisites import requisite_url
+
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
@@ -100,6 +102,8 @@ def count_failure(stats: StatsCollector | None, exc: BaseException | None, url: 
     whose robots.txt could not be had too (that was logged once already), a network fault as a
     warning."""
     kind = outcome_of(exc) if exc is not None else "unknown"
+    if url is not None and (requisite := requisite_url(url)) is not None:
+        url = f"{requisite} (page requisite)"
     named = {FAILURE: (url or "?", kind)}
     if isinstance(exc, HttpError):
         failures.info("HTTP %s for %s", kind[5:], exc.response.url, extra=named)

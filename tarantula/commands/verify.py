@@ -60,6 +60,7 @@ from tarantula.core.layout import (
     own_name,
 )
 from tarantula.core.repository import Repository
+from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store import StoreUnavailable, folder_documents, folder_requisites
 
 if TYPE_CHECKING:
@@ -136,7 +137,8 @@ def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str
         browse = repository.root / BROWSE_NAME
         browse_files = list_files(browse)
         tally.browse_files = len(browse_files)
-        yield from check_browse(browse, kept, browse_files, tally, jobs)
+        elsewhere = {r.url for r in folder_requisites(config, repository.root, others=True)}
+        yield from check_browse(browse, kept, browse_files, tally, jobs, elsewhere)
     if config.warc:
         yield from check_warc(repository.root / "warc", tally)
 
@@ -258,9 +260,11 @@ def check_mirror(root: Path, documents: dict[str, Stored], files: set[str],
 
 
 def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], tally: Tally,
-                 jobs: int = 1) -> Iterator[str]:  # fmt: skip
-    """``browse/`` holds a copy of every stored document, nothing else, and every relative link
-    of its pages leads to one of its files. Pages are read by ``jobs`` processes."""
+                 jobs: int = 1, elsewhere: frozenset[str] | set[str] = frozenset()) -> Iterator[str]:  # fmt: skip
+    """``browse/`` holds a copy of every stored document, nothing else, every relative link of
+    its pages leads to one of its files, and no page loads anything from the network but the
+    page requisites in ``elsewhere`` (normalized URLs: what another folder of a crawl shared
+    through Redis holds, and ``scrapy merge`` brings). Pages are read by ``jobs`` processes."""
     name = browse.name
     pages = []
     for doc in documents.values():
@@ -280,14 +284,14 @@ def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], ta
             min(jobs, len(batches)),
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_reader,
-            initargs=(browse, files),
+            initargs=(browse, files, elsewhere),
         )
         with pool:
             for problems, count in pool.map(_broken_links, batches):
                 tally.links += count
                 yield from problems
         return
-    _reader(browse, files)
+    _reader(browse, files, elsewhere)
     for problems, count in map(_broken_links, batches):
         tally.links += count
         yield from problems
@@ -296,8 +300,17 @@ def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], ta
 _READER: dict[str, Any] = {}  # the browse folder and its files, in a process that reads pages
 
 
-def _reader(browse: Path, files: set[str]) -> None:
-    _READER.update(browse=browse, files=files)
+def _reader(browse: Path, files: set[str], elsewhere: frozenset[str] | set[str]) -> None:
+    _READER.update(browse=browse, files=files, elsewhere=elsewhere)
+
+
+def _held_elsewhere(link: str, elsewhere: frozenset[str] | set[str]) -> bool:
+    if not elsewhere:
+        return False
+    try:
+        return normalize_url(link if link[:2] != "//" else "http:" + link) in elsewhere
+    except UrlRejected:
+        return False
 
 
 def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
@@ -322,7 +335,11 @@ def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
             if target is not None and target not in files:
                 broken[link] = None
         problems += (f"{browse.name}/{where}: broken link {link}" for link in broken)
-        if loads := network_loads(text, doc.kind):
+        elsewhere = _READER["elsewhere"]
+        loads = [
+            link for link in network_loads(text, doc.kind) if not _held_elsewhere(link, elsewhere)
+        ]
+        if loads:
             more = f" and {len(loads) - 1} more" if len(loads) > 1 else ""
             problems.append(
                 f"{browse.name}/{where}: reaches the network when opened: loads {loads[0]}{more}"

@@ -102,6 +102,7 @@ def mirror_names(name: str) -> tuple[str, ...]:
                 return name, name[: -len(ext)]
     return (name,)
 
+
 #: Characters kept as they are in a name written into a link; everything else, '%', '?' and '#'
 #: first, is percent-encoded, so the browser looks for the very name on disk. Parentheses and
 #: quotes are encoded too: the same link goes into unquoted CSS ``url()``.

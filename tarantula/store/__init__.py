@@ -144,17 +144,17 @@ def folder_duplicates(config: CrawlConfig, root: Path) -> list[tuple[str, str]]:
     return own_duplicates(root)
 
 
-def folder_requisites(config: CrawlConfig, root: Path) -> list[Requisite]:
-    """The page requisites ``config``'s crawl keeps copies of in repository folder ``root``, by
-    path, read without changing anything. :class:`StoreUnavailable` when the store does not
-    answer."""
+def folder_requisites(config: CrawlConfig, root: Path, *, others: bool = False) -> list[Requisite]:
+    """The page requisites ``config``'s crawl keeps copies of in repository folder ``root`` (with
+    ``others``: in the crawl's other folders, which ``scrapy merge`` brings together), by path,
+    read without changing anything. :class:`StoreUnavailable` when the store does not answer."""
     if config.redis:
         from tarantula.store.redis import folder_requisites as shared_requisites
 
-        return shared_requisites(config, root)
+        return shared_requisites(config, root, others=others)
     from tarantula.store.sqlite.facts import folder_requisites as own_requisites
 
-    return own_requisites(root)
+    return [] if others else own_requisites(root)
 
 
 def url_facts(config: CrawlConfig, url: str) -> Met | str:

@@ -119,13 +119,15 @@ def ready_outputs(documents: OutputFiles, run: Run, root: Path) -> None:
     starts them empty and grows them as documents are committed; a resume first rewrites them
     from the store (a kill may have cut a tail) and sweeps the temporary files a kill left; a
     recrawl rewrites them at its end (:func:`close_outputs`); a worker that joins a run others are
-    in leaves them to those who began it."""
+    in leaves them to those who began it (making them, empty, in a folder of its own)."""
     root.mkdir(parents=True, exist_ok=True)
     documents.folder = root
     documents.index_path = root / INDEX_NAME
     documents.duplicates_path = root / DUPLICATES_NAME
-    if run.joined:
-        pass
+    if run.joined:  # made if missing (a folder of its own), never cut: others may append
+        for path in (documents.index_path, documents.duplicates_path):
+            with open(path, "ab"):
+                pass
     elif run.kind == "crawl":
         documents.index_path.write_bytes(b"")
         documents.duplicates_path.write_bytes(b"")

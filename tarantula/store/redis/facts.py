@@ -83,10 +83,10 @@ def folder_duplicates(config: CrawlConfig, root: Path) -> list[tuple[str, str]]:
         client.close()
 
 
-def folder_requisites(config: CrawlConfig, root: Path) -> list[Requisite]:
-    """The page requisites ``config``'s crawl has copies of in repository folder ``root``, by
-    path; none when the folder has no folder id. :class:`RedisUnreachable` when Redis does not
-    answer."""
+def folder_requisites(config: CrawlConfig, root: Path, *, others: bool = False) -> list[Requisite]:
+    """The page requisites ``config``'s crawl has copies of in repository folder ``root`` (with
+    ``others``: in its other folders), by path; none when the folder has no folder id.
+    :class:`RedisUnreachable` when Redis does not answer."""
     from redis import RedisError
 
     from tarantula.store.redis.requisites import RedisRequisites
@@ -100,7 +100,7 @@ def folder_requisites(config: CrawlConfig, root: Path) -> list[Requisite]:
         if folder_id is None:
             return []
         store = RedisRequisites(client, key_prefix(crawl_id(config)), folder_id)
-        return sorted(store.fetched(), key=lambda req: req.path or "")
+        return sorted(store.fetched(others=others), key=lambda req: req.path or "")
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:

@@ -72,12 +72,13 @@ class RedisRequisites:
         owner = cast("bytes | None", self.client.hget(self.paths, path))
         return None if owner is None else owner.decode()
 
-    def fetched(self, folder_id: str | None = None) -> Iterator[Requisite]:
-        """Every requisite with a copy in folder ``folder_id`` (default: this worker's)."""
+    def fetched(self, folder_id: str | None = None, *, others: bool = False) -> Iterator[Requisite]:
+        """Every requisite with a copy in folder ``folder_id`` (default: this worker's); with
+        ``others``, every one with a copy in another folder of the crawl instead."""
         folder = self.folder_id if folder_id is None else folder_id
         for url, raw in self.client.hscan_iter(self.key, count=1000):
             data = json.loads(raw)
-            if data.get("path") and data.get("f") == folder:
+            if data.get("path") and (data.get("f") == folder) != others:
                 yield _requisite(url.decode(), data)
 
     def move_to(self, folder_id: str, urls: list[str]) -> None:

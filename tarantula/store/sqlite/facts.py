@@ -22,7 +22,7 @@ from tarantula.core.report import (
     StateFigures,
     outcome_class,
 )
-from tarantula.core.requisites import Requisite
+from tarantula.core.requisites import Requisite, requisite_url
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite import state_path
@@ -130,6 +130,12 @@ def _frontier_outcome(state: int, outcome: str | None) -> str:
     return outcome or "done"
 
 
+def _shown(url: str) -> str:
+    """A frontier entry's URL as the report shows it (a page requisite's, marked so)."""
+    requisite = requisite_url(url)
+    return url if requisite is None else f"{requisite} (page requisite)"
+
+
 def _record_type(record: str) -> str:
     """The ``type`` field of an index record (the sixth of its first line)."""
     fields = record.partition("\n")[0].split("\t")
@@ -189,7 +195,8 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         )
         not_failed = sorted(KEPT | SET_ASIDE)
         failed = tuple(
-            db.execute(
+            (_shown(url), outcome, referrer)
+            for url, outcome, referrer in db.execute(
                 "SELECT u.url, u.outcome, r.url FROM urls AS u LEFT JOIN urls AS r"
                 " ON r.hash = u.referrer WHERE u.generation = ? AND u.state = 2"
                 f" AND u.outcome NOT IN ({', '.join('?' * len(not_failed))})"
