@@ -89,8 +89,9 @@ def wget(folder: Path, port: int) -> dict[str, object]:
     }  # fmt: skip
 
 
-def screenshots(port: int, browse: Path) -> bool:
-    """Whether ``library/os.html`` looks the same online and from ``browse/`` offline."""
+def screenshots(port: int, browse: Path, mirror: Path) -> tuple[bool, bool]:
+    """Whether ``library/os.html`` looks the same online and from disk with the network
+    unreachable: Tarantula's ``browse/`` copy, and wget's converted copy."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -98,7 +99,8 @@ def screenshots(port: int, browse: Path) -> bool:
                                              args=["--host-resolver-rules=MAP *.test 127.0.0.1"])  # fmt: skip
         shots = []
         for url in (f"http://{HOST}:{port}/library/os.html",
-                    (browse / f"{HOST}:{port}/library/os.html").as_uri()):  # fmt: skip
+                    (browse / f"{HOST}:{port}/library/os.html").as_uri(),
+                    (mirror / HOST / "library/os.html").as_uri()):  # fmt: skip
             context = browser.new_context(viewport={"width": 1000, "height": 800})
             if url.startswith("file:"):
                 context.route("**/*", lambda route, request: route.continue_()
@@ -108,7 +110,7 @@ def screenshots(port: int, browse: Path) -> bool:
             shots.append(tab.screenshot())
             context.close()
         browser.close()
-    return shots[0] == shots[1]
+    return shots[0] == shots[1], shots[0] == shots[2]
 
 
 def _median(results: list[dict[str, object]], key: str) -> float:
@@ -131,8 +133,11 @@ def main() -> None:
                 print(run, rows["tarantula"][-1], rows["wget"][-1], flush=True)
             if args.screenshot:
                 with ThreadPoolExecutor(1) as thread:
-                    same = thread.submit(screenshots, server.port, Path(tmp) / "t0/repo/browse")
-                    print("library/os.html offline looks as online:", same.result())
+                    same = thread.submit(screenshots, server.port, Path(tmp) / "t0/repo/browse",
+                                         Path(tmp) / "w0/mirror")  # fmt: skip
+                    ours, theirs = same.result()
+                    print("library/os.html offline looks as online: Tarantula's browse/ copy",
+                          ours, "- wget's converted copy", theirs)  # fmt: skip
     print(
         "| crawler | wall s | CPU s | pages | requisites | verify problems | pages reaching the network |"
     )

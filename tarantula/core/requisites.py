@@ -55,6 +55,8 @@ def requisites(text: str, url: str, kind: str = HTML) -> list[str]:
     join = LinkResolver(resolved).join
     found: dict[str, None] = {}
     for link in links:
+        if not link.strip(" \t\n\f\r") or link.lstrip()[:1] == "#":
+            continue  # no request: an empty reference (or a fragment) names the page itself
         try:
             absolute = join(link)
         except UrlRejected:

@@ -21,8 +21,17 @@ from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.layout import DUPLICATES_NAME, INDEX_NAME
 from tarantula.core.politeness import Politeness
+from tarantula.core.requisites import Requisite
 from tarantula.core.urls import url_md5
-from tarantula.store import CrawlStore, Frontier, folder_documents, last_run, open_store
+from tarantula.store import (
+    CrawlStore,
+    Frontier,
+    folder_documents,
+    folder_requisites,
+    last_run,
+    open_store,
+    url_requisite,
+)
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
 
@@ -242,3 +251,39 @@ def test_the_facts_of_a_folder_are_its_documents(backend: Backend, tmp_path):
         ("http://a.test/a", record("http://a.test/a").rstrip("\n")),
         ("http://a.test/b", record("http://a.test/b").rstrip("\n")),
     ]
+
+
+# -- page requisites ----------------------------------------------------------------------------
+
+
+def test_requisites_are_wanted_once_a_generation_within_their_bound(backend: Backend, tmp_path):
+    store = backend.open(worker="w")
+    store.begin()
+    requisites = store.requisites
+    css, png, gif = (f"http://cdn.test/{name}" for name in ("s.css", "i.png", "i.gif"))
+    assert requisites.want([css, png], "http://a.test/", 3) == [css, png]
+    assert requisites.want([css, gif], "http://a.test/2", 3) == [gif]  # css wanted already
+    assert requisites.want(["http://cdn.test/more.png"], "http://a.test/3", 3) == []  # bound
+    requisites.stored(css, "cdn.test/s.css", "m1", "css", "utf-8")
+    requisites.failed(png, "http-404")
+    assert requisites.requisite(css) == Requisite(css, "http://a.test/", "cdn.test/s.css", "m1",
+                                                 "css", "utf-8")  # fmt: skip
+    assert requisites.requisite(png) == Requisite(png, "http://a.test/", outcome="http-404")
+    assert requisites.requisite(gif) == Requisite(gif, "http://a.test/2")
+    assert requisites.requisite("http://cdn.test/never") is None
+    assert requisites.path_owner("cdn.test/s.css") == css
+    assert requisites.path_owner("cdn.test/other") is None
+    kept = requisites.requisite(css)
+    store.end("finished")
+    # read back without the store, as verify and explain read them
+    config = backend.config()
+    assert folder_requisites(config, tmp_path / "repo") == [kept]
+    assert url_requisite(config, png) == Requisite(png, "http://a.test/", outcome="http-404")
+    # the next crawl generation (a recrawl) wants each one once again, the bound still counted
+    again = backend.open(worker="w")
+    assert again.begin().kind == "recrawl"
+    assert again.requisites.want([png, css, "http://cdn.test/new.png"], "http://a.test/", 3) == [
+        png,
+        css,
+    ]
+    assert again.requisites.want([png], "http://a.test/", 3) == []
