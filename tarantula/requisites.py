@@ -8,6 +8,11 @@ politeness like any request, ahead of the pages (bfs depth 0; in dfs, right afte
 fetched requisite becomes a :class:`~tarantula.items.RequisiteCopy`, which the mirror pipeline
 stores and the browse pipeline converts; a failed one is recorded with its outcome.
 
+At ``max-page-number`` the mirror pipeline sends :data:`LAST_REQUISITES` instead of closing the
+spider: the scheduler then hands out only requisites (a document's URL is done, ``over-limit``),
+and the spider is closed with reason ``max-page-number`` once the crawl is idle, so that the pages
+stored last get their requisites too, as wget ``-p`` fetches a page's requisites past its quota.
+
 Stats: ``tarantula/requisites/wanted``, ``tarantula/requisites/stored``,
 ``tarantula/requisites/failed``.
 """
@@ -36,6 +41,10 @@ if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from tarantula.context import CrawlContext
+
+
+#: A signal: ``max-page-number`` is reached; the crawl ends once the requisites are fetched.
+LAST_REQUISITES = object()
 
 
 class Spider(Protocol):

@@ -42,6 +42,7 @@ from tarantula.core.frontier import dfs_key
 from tarantula.core.requisites import entry_url, requisite_url
 from tarantula.core.state import UNREACHABLE
 from tarantula.core.urls import UrlRejected
+from tarantula.requisites import LAST_REQUISITES
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -74,6 +75,8 @@ class FrontierScheduler(BaseScheduler):
         self._foreign: dict[str, Request] = {}
         self._active_until = 0.0  # see has_pending_requests
         self._retry_seeds = False  # see open
+        self._requisites_only = False  # see last_requisites
+        crawler.signals.connect(self.last_requisites, signal=LAST_REQUISITES)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BaseScheduler:  # type: ignore[override]
@@ -174,6 +177,10 @@ class FrontierScheduler(BaseScheduler):
             errback is None or errback == getattr(spider, "failed", None)
         )
 
+    def last_requisites(self) -> None:
+        """``max-page-number`` is reached: from now on only page requisites are handed out."""
+        self._requisites_only = True
+
     def next_request(self) -> Request | None:
         now = time.monotonic()
         entry = self.frontier.lease(now, self.politeness)
@@ -195,7 +202,12 @@ class FrontierScheduler(BaseScheduler):
 
     def _over_limit(self, url: str) -> bool:
         """In a recrawl at ``max-page-number``, a URL that is not a stored document is not fetched
-        (a first crawl stops at the limit instead; a recrawl still refetches what it stored)."""
+        (a first crawl stops at the limit instead; a recrawl still refetches what it stored); at
+        the limit, with page requisites to fetch, nothing but a requisite is."""
+        if self._requisites_only and requisite_url(url) is None:
+            self.frontier.ack(url, "over-limit")
+            self._inc("tarantula/documents/over-limit")
+            return True
         documents = self.context.documents
         if not (self.limit and self.frontier.generation > 1) or documents.document(url) is not None:
             return False

@@ -25,7 +25,8 @@ import logging
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import DropItem
+from scrapy import signals
+from scrapy.exceptions import CloseSpider, DropItem
 from scrapy.utils.defer import deferred_from_coro
 
 from tarantula.context import CrawlContext, context_of
@@ -38,6 +39,7 @@ from tarantula.core.mirror import (
     write_atomic,
 )
 from tarantula.items import Document, RequisiteCopy
+from tarantula.requisites import LAST_REQUISITES
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -158,8 +160,19 @@ class MirrorPipeline:
     def _close_at_limit(self) -> None:
         if self.crawler.engine and not self._closing:
             self._closing = True
+            if (
+                self.with_requisites
+            ):  # first the requisites of the pages stored (see LAST_REQUISITES)
+                logger.info("max-page-number (%d) reached: closing once the page requisites are in",
+                            self.limit)  # fmt: skip
+                self.crawler.signals.connect(self._idle, signal=signals.spider_idle)
+                self.crawler.signals.send_catch_log(signal=LAST_REQUISITES)
+                return
             logger.info("max-page-number (%d) reached: closing", self.limit)
             deferred_from_coro(self.crawler.engine.close_spider_async(reason="max-page-number"))
+
+    def _idle(self) -> None:
+        raise CloseSpider("max-page-number")
 
     def _drop(self, item: Document, md5: str, why: str) -> None:
         """The document is not stored: its URL is done, and its claim on the content released."""

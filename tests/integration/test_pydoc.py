@@ -9,6 +9,7 @@ fails instead.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 
 from tarantula.core.urls import UrlRejected, join_url, normalize_url
 from tarantula.demo.server import SiteServer
-from tests.helpers.crawls import run_crawl, write_conf
+from tests.helpers.crawls import run_crawl, run_scrapy, write_conf
 
 pytestmark = pytest.mark.e2e
 
@@ -34,7 +35,9 @@ def pydoc() -> Iterator[SiteServer]:
             pytest.fail(f"{reason}, and TARANTULA_REQUIRE_PYDOC is set")
         pytest.skip(reason)
     with tempfile.TemporaryDirectory() as root:
-        (Path(root) / HOST).symlink_to(PYDOC)
+        # A copy with its symbolic links followed: _static/jquery.js and underscore.js point into
+        # /usr/share/javascript, outside the site, which the server would not serve.
+        shutil.copytree(PYDOC, Path(root) / HOST)
         with SiteServer(root=Path(root)) as server:
             yield server
 
@@ -69,3 +72,22 @@ def test_every_distinct_link_of_a_huge_index_page_is_in_its_record(pydoc, tmp_pa
     assert len(expected) > 5_000  # past the cap the crawler once had by default
     assert len(result.record(url).links) == len(listed)  # each pair once
     assert listed == expected
+
+
+def test_the_browsable_copy_of_the_whole_site_loads_nothing_from_the_network(pydoc, tmp_path):
+    """SPEC 6, 11: every page of ``browse/`` finds what it loads (its style sheets, what they
+    import, scripts, images) in ``browse/``; one whose style sheet's name ends in a query
+    (``pydoctheme.css?2022.1``) links the copy named so that a browser applies it."""
+    conf = write_conf(tmp_path, [pydoc.url(HOST, "/index.html")], browsable=True, threads=8,
+                      host_concurrency=8, max_depth=0, scope="host-scope", log_level=1)  # fmt: skip
+    result = run_crawl(conf, timeout=600)
+    assert result.status == 0, result.process.stdout
+    assert len(result.records) > 500
+    assert result.stats["tarantula/requisites/stored"] > 20
+    assert not any("_static" in url for url in result.urls)  # requisites are not documents
+    checked = run_scrapy("verify", str(conf), timeout=600)
+    assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout[:2000]
+    page = result.repository / f"browse/{HOST}:{pydoc.port}/library/os.html"
+    text = page.read_text(encoding="utf-8")
+    assert 'href="../_static/pydoctheme.css%3F2022.1.css"' in text
+    assert (page.parent.parent / "_static/pydoctheme.css?2022.1.css").is_file()

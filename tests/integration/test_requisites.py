@@ -14,7 +14,7 @@ import pytest
 
 from tarantula.demo.server import Resource
 from tests.helpers.crawls import png, run_crawl, run_scrapy, write_conf
-from tests.helpers.styled import PNG, REQUISITES, asked, styled_site
+from tests.helpers.styled import CSS, PNG, REQUISITES, asked, styled_site
 
 pytestmark = pytest.mark.e2e
 
@@ -183,3 +183,27 @@ def test_a_recrawl_fetches_the_requisites_of_changed_pages_again(web, tmp_path):
     assert checked.returncode == 0, checked.stdout + checked.stderr
     other = (result.repository / f"browse/www.x.test:{web.port}/other.html").read_text()
     assert 'src="img/new.png"' in other
+
+
+def test_at_max_page_number_the_last_pages_requisites_are_fetched_then_the_crawl_ends(
+    web, tmp_path
+):
+    web.page(
+        "www.x.test",
+        "/",
+        '<title>Home</title><link rel="stylesheet" href="/s.css"><img src="/i.png">'
+        '<a href="/next.html">next</a> <a href="/more.html">more</a>',
+    )
+    web.page("www.x.test", "/next.html", "<title>Next</title>")
+    web.page("www.x.test", "/more.html", "<title>More</title>")
+    web.add("www.x.test", "/s.css", Resource(b"p { background: url(bg.png) }", headers=CSS))
+    for name in ("i", "bg"):
+        web.add("www.x.test", f"/{name}.png", Resource(png(1, 2, 3), headers=PNG))
+    conf = write_conf(tmp_path, [web.url("www.x.test", "/")], browsable=True, max_page_number=1)
+    result = run_crawl(conf)
+    assert result.status == 0, result.log
+    assert "Crawl finished (max-page-number)" in result.process.stdout
+    assert {t for _, t in asked(web)} == {"/", "/s.css", "/i.png", "/bg.png"}
+    assert result.urls == [web.url("www.x.test", "/")]
+    checked = run_scrapy("verify", str(conf))
+    assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout
