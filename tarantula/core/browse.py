@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import quote, unquote_to_bytes
 
-from tarantula.core.css import map_css
+from tarantula.core.css import apply_edits, map_css
 from tarantula.core.urls import LinkResolver, UrlRejected, join_url
 
 logger = logging.getLogger(__name__)
@@ -353,7 +353,7 @@ def _map_refs(text: str, refs: Iterable[_Ref], convert: Convert, drop_base: bool
         if kind != "style":  # an attribute value, double-quoted: only '&' and '"' need escaping
             new = '"' + new.replace("&", "&amp;").replace('"', "&quot;") + '"'
         edits.append((ref.start, ref.end, new))
-    return _apply(text, edits)
+    return apply_edits(text, edits)
 
 
 def page_links(text: str, doc_kind: str = HTML) -> list[str]:
@@ -414,19 +414,7 @@ def network_loads(text: str, doc_kind: str = HTML) -> list[str]:
     return list(found)
 
 
-def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
-    if not edits:
-        return text
-    out: list[str] = []
-    pos = 0
-    for start, end, new in edits:
-        out += (text[pos:start], new)
-        pos = end
-    out.append(text[pos:])
-    return "".join(out)
-
-
-# -- srcset, refresh (CSS: tarantula.core.css) -------------------------------------------------------------------------
+# -- srcset, refresh (CSS: tarantula.core.css) ---------------------------------------------------
 
 _SRCSET_URL = re.compile(rf"[{_WS},]*+([^{_WS}]+)")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
@@ -453,7 +441,7 @@ def map_srcset(value: str, convert: Convert) -> str:
             pos = _SRCSET_DESCRIPTORS.match(value, end).end()  # type: ignore[union-attr]
         if url and (new := convert(url)) is not None:
             edits.append((start, end, new))
-    return _apply(value, edits)
+    return apply_edits(value, edits)
 
 
 _REFRESH = re.compile(

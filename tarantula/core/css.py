@@ -83,34 +83,30 @@ def _walk(tokens: list[ast.Node]) -> Iterator[tuple[ast.Node, Iterable[ast.Node]
             yield from _walk(token.content)
 
 
-def _url_token_end(css: str, start: int) -> int:
-    """Where the unquoted ``url(...)`` at ``start`` ends (after its ``)``, or the text's end)."""
-    i = start + 4
+def _scan(css: str, i: int, stops: str) -> int:
+    """The index of the first character of ``stops`` at ``i`` or after it that no backslash
+    escapes; the text's length when there is none."""
     while i < len(css):
         char = css[i]
         if char == "\\":
             i += 2
-            continue
-        if char == ")":
-            return i + 1
-        i += 1
+        elif char in stops:
+            return i
+        else:
+            i += 1
     return len(css)
+
+
+def _url_token_end(css: str, start: int) -> int:
+    """Where the unquoted ``url(...)`` at ``start`` ends (after its ``)``, or the text's end)."""
+    return min(_scan(css, start + 4, ")") + 1, len(css))
 
 
 def _string_ref(css: str, start: int, value: str) -> CssRef:
     """The string token at ``start``: its span without the quotes (an unclosed string runs to the
     end of its line)."""
     mark = css[start]
-    i = start + 1
-    while i < len(css):
-        char = css[i]
-        if char == "\\":
-            i += 2
-            continue
-        if char == mark or char in "\n\r\f":
-            break
-        i += 1
-    return CssRef(start + 1, min(i, len(css)), value, mark)
+    return CssRef(start + 1, _scan(css, start + 1, mark + "\n\r\f"), value, mark)
 
 
 def css_urls(css: str) -> list[str]:
@@ -133,14 +129,19 @@ def map_css(css: str, convert: Convert) -> str:
             edits.append((ref.start, ref.end, '"' + css_string(new, '"') + '"'))
         else:
             edits.append((ref.start, ref.end, new))
+    return apply_edits(css, edits)
+
+
+def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """``text`` with each span ``(start, end)`` of ``edits`` (in order, apart) replaced."""
     if not edits:
-        return css
+        return text
     out: list[str] = []
     pos = 0
     for start, end, new in edits:
-        out += (css[pos:start], new)
+        out += (text[pos:start], new)
         pos = end
-    out.append(css[pos:])
+    out.append(text[pos:])
     return "".join(out)
 
 

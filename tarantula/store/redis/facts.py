@@ -10,9 +10,10 @@ runs and outcomes by kind, not the per-URL figures (depths, failed URLs, seeds' 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.facts import Met
@@ -23,7 +24,11 @@ from tarantula.core.report import RunRow, StateFigures
 from tarantula.core.requisites import Requisite
 from tarantula.store.redis.shared import RedisUnreachable, connect, crawl_id, key_prefix
 
+T = TypeVar("T")
+
 if TYPE_CHECKING:
+    from redis import Redis
+
     from tarantula.core.config import CrawlConfig
     from tarantula.store.redis.documents import RedisDocumentStore
 
@@ -63,44 +68,42 @@ def folder_duplicates(config: CrawlConfig, root: Path) -> list[tuple[str, str]]:
     """The URLs repository folder ``root`` keeps as exact duplicates in ``config``'s crawl, each
     with its twin (URL, original); none when the folder has no folder id.
     :class:`RedisUnreachable` when Redis does not answer."""
-    from redis import RedisError
-
     from tarantula.store.redis.documents import RedisDocumentStore
 
-    client = connect(config.redis, retry_forever=False)
-    try:
-        try:
-            folder_id = read_folder_id(root)
-        except ValueError:
-            return []
-        if folder_id is None:
-            return []
-        store = RedisDocumentStore(client, key_prefix(crawl_id(config)), folder_id)
-        return list(store.duplicates(every=True))
-    except RedisError as exc:
-        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
-    finally:
-        client.close()
+    def read(client: Redis, prefix: str, folder_id: str) -> list[tuple[str, str]]:
+        return list(RedisDocumentStore(client, prefix, folder_id).duplicates(every=True))
+
+    return _of_folder(config, root, read) or []
 
 
 def folder_requisites(config: CrawlConfig, root: Path, *, others: bool = False) -> list[Requisite]:
     """The page requisites ``config``'s crawl has copies of in repository folder ``root`` (with
     ``others``: in its other folders), by path; none when the folder has no folder id.
     :class:`RedisUnreachable` when Redis does not answer."""
-    from redis import RedisError
-
     from tarantula.store.redis.requisites import RedisRequisites
+
+    def read(client: Redis, prefix: str, folder_id: str) -> list[Requisite]:
+        fetched = RedisRequisites(client, prefix, folder_id).fetched(others=others)
+        return sorted(fetched, key=lambda req: req.path or "")
+
+    return _of_folder(config, root, read) or []
+
+
+def _of_folder(config: CrawlConfig, root: Path, read: Callable[[Redis, str, str], T]) -> T | None:
+    """What ``read(client, prefix, folder id)`` finds for repository folder ``root`` in
+    ``config``'s crawl; None when the folder has no folder id. :class:`RedisUnreachable` when
+    Redis does not answer."""
+    from redis import RedisError
 
     client = connect(config.redis, retry_forever=False)
     try:
         try:
             folder_id = read_folder_id(root)
         except ValueError:
-            return []
+            return None
         if folder_id is None:
-            return []
-        store = RedisRequisites(client, key_prefix(crawl_id(config)), folder_id)
-        return sorted(store.fetched(others=others), key=lambda req: req.path or "")
+            return None
+        return read(client, key_prefix(crawl_id(config)), folder_id)
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
