@@ -88,6 +88,19 @@ def test_a_browse_page_offline_looks_as_online_and_asks_the_origin_nothing(web, 
     checked = run_scrapy("verify", str(conf))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "10 page requisites" in checked.stderr
+    # every requisite is in the WARC files too, as a response with the body served
+    from warcio.archiveiterator import ArchiveIterator
+
+    archived = {}
+    for path in (result.repository / "warc").iterdir():
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "response":
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    archived[uri] = record.content_stream().read()
+    for host, target in REQUISITES:
+        assert f"http://{host}:{port}{target}" in archived, target
+    assert archived[f"http://cdn.y.test:{port}/logo.png"] == png(128, 0, 128, 4)
 
     web.clear()
     raw = result.repository / f"www.x.test:{port}/index.html"
@@ -126,7 +139,7 @@ def test_requisites_keep_to_robots_one_hop_and_their_bound_and_count_for_no_page
     )
     for name in "abcd":
         web.add("www.x.test", f"/img/{name}.png", Resource(png(1, 2, 3), headers=PNG))
-    conf = write_conf(tmp_path, [web.url("www.x.test", "/")], page_requisites=True,
+    conf = write_conf(tmp_path, [web.url("www.x.test", "/")], browsable=True,
                       max_requisites=3, max_page_number=2)  # fmt: skip
     result = run_crawl(conf)
     assert result.status == 0, result.log
@@ -149,6 +162,16 @@ def test_requisites_keep_to_robots_one_hop_and_their_bound_and_count_for_no_page
         "(not in the index)" in explained.stdout
     )
     assert f"  requisite   of the page {home}: did not fetch it: filtered" in explained.stdout
+    # what was not fetched stays an absolute URL in browse/, and verify names the pages it makes
+    # reach the network when opened (the frame's own image: one hop)
+    checked = run_scrapy("verify", str(conf))
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines() == [
+        f"browse/cdn.y.test:{port}/frame.html: reaches the network when opened: loads "
+        f"http://cdn.y.test:{port}/deeper.png",
+        f"browse/www.x.test:{port}/index.html: reaches the network when opened: loads "
+        f"http://www.x.test:{port}/private/p.png and 2 more",
+    ]
 
 
 def test_off_when_neither_browsable_nor_warc_and_when_set_off(web, tmp_path):
