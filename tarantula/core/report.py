@@ -373,6 +373,7 @@ class StateFigures:
     #: The URLs that brought no document, first failed first: (URL, kind, the page that linked to
     #: it or None for a seed), at most :data:`FAILED_LISTED` of them.
     failed: tuple[tuple[str, str, str | None], ...] = ()
+    requisites: int = 0  # page requisites fetched and kept (not among the URLs counted above)
 
 
 #: How many failed URLs the report lists (the count by kind covers them all).

@@ -14,6 +14,7 @@ import pytest
 
 from tarantula.demo.server import Resource
 from tests.helpers.crawls import png, run_crawl, run_scrapy, write_conf
+from tests.helpers.shared import figure
 from tests.helpers.styled import CSS, PNG, REQUISITES, asked, styled_site
 
 pytestmark = pytest.mark.e2e
@@ -101,6 +102,10 @@ def test_a_browse_page_offline_looks_as_online_and_asks_the_origin_nothing(web, 
     for host, target in REQUISITES:
         assert f"http://{host}:{port}{target}" in archived, target
     assert archived[f"http://cdn.y.test:{port}/logo.png"] == png(128, 0, 128, 4)
+    # the report counts them apart from the documents and their URLs
+    report = (result.repository / "report.html").read_text(encoding="utf-8")
+    assert figure(report, "requisites") == str(len(REQUISITES))
+    assert figure(report, "documents") == figure(report, "discovered") == "2"
 
     web.clear()
     raw = result.repository / f"www.x.test:{port}/index.html"

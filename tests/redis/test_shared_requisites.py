@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.crawls import run_scrapy
-from tests.helpers.shared import finish, shared_conf, start_worker
+from tests.helpers.shared import figure, finish, shared_conf, start_worker
 from tests.helpers.styled import REQUISITES, asked, styled_site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
@@ -28,6 +28,9 @@ def test_two_workers_fetch_each_requisite_once_into_the_shared_folder(web, tmp_p
     check = run_scrapy("verify", str(conf))
     assert (check.returncode, check.stdout) == (0, ""), check.stdout
     assert f"{len(REQUISITES)} page requisites" in check.stderr
+    report = (repository / "report.html").read_text(encoding="utf-8")
+    assert figure(report, "requisites") == str(len(REQUISITES))
+    assert figure(report, "documents") == "2"
 
 
 def test_requisites_in_folders_of_their_own_merge_with_the_pages(web, tmp_path, redis_server):

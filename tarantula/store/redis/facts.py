@@ -171,6 +171,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
             key.decode(): int(value)
             for key, value in cast("dict[bytes, bytes]", client.hgetall(prefix + "outcome")).items()
         }
+        requisites = outcomes.pop("requisite", 0)  # page requisites kept: not documents' URLs
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
@@ -184,6 +185,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         outcomes=outcomes,
         duplicates=sum(originals.values()),
         top_duplicates=tuple(sorted(originals.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
+        requisites=requisites,
     )
 
 

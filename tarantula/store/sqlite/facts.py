@@ -22,7 +22,7 @@ from tarantula.core.report import (
     StateFigures,
     outcome_class,
 )
-from tarantula.core.requisites import Requisite, requisite_url
+from tarantula.core.requisites import MARK, Requisite, requisite_url
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite import state_path
@@ -173,7 +173,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         depths: Counter[tuple[int, str]] = Counter()
         for host, depth, state, outcome, count in db.execute(
             "SELECT host, depth, state, outcome, count(*) FROM urls WHERE generation = ?"
-            " GROUP BY host, depth, state, outcome",
+            f" AND url NOT LIKE '%{MARK}' GROUP BY host, depth, state, outcome",
             (generation,),
         ):
             kind = outcome_class(state, outcome)
@@ -193,6 +193,12 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         seeds = tuple(
             _seed_row(db, seed, config) for seed in (config.starting_points if config else ())
         )
+        try:
+            requisites = db.execute(
+                "SELECT count(*) FROM requisites WHERE path IS NOT NULL"
+            ).fetchone()[0]
+        except sqlite3.OperationalError:  # a state made before requisites were kept
+            requisites = 0
         not_failed = sorted(KEPT | SET_ASIDE)
         failed = tuple(
             (_shown(url), outcome, referrer)
@@ -208,7 +214,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         db.close()
     return StateFigures(runs, generation, sum(types.values()), dict(types), dict(pages),
                         dict(hosts), dict(outcomes), dict(depths), duplicates, top, seeds,
-                        failed)  # fmt: skip
+                        failed, requisites)  # fmt: skip
 
 
 def _seed_row(db: sqlite3.Connection, seed: str, config: CrawlConfig | None) -> SeedRow:
