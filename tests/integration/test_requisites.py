@@ -7,13 +7,15 @@ the page does online, and the origin sees no request while it is open."""
 from __future__ import annotations
 
 import shutil
+import signal
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tarantula.demo.server import Resource
-from tests.helpers.crawls import png, run_crawl, run_scrapy, write_conf
+from tarantula.demo.server import RequestRecord, Resource
+from tests.helpers.crawls import png, run_crawl, run_scrapy, start_crawl, wait_for, write_conf
 from tests.helpers.shared import figure
 from tests.helpers.styled import CSS, PNG, REQUISITES, asked, styled_site
 
@@ -235,3 +237,38 @@ def test_at_max_page_number_the_last_pages_requisites_are_fetched_then_the_crawl
     assert result.urls == [web.url("www.x.test", "/")]
     checked = run_scrapy("verify", str(conf))
     assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout
+
+
+def test_after_kill_9_the_resume_fetches_the_requisites_left_and_browse_is_whole(web, tmp_path):
+    arrived, release = threading.Event(), threading.Event()
+    css = Resource(b"p { background: url(bg.png) }", headers=CSS)
+
+    def sheet(record: RequestRecord) -> Resource:
+        if not arrived.is_set():  # the first request for it: held until the crawl is killed
+            arrived.set()
+            release.wait(60)
+        return css
+
+    web.page("www.x.test", "/", '<title>Home</title><link rel="stylesheet" href="/s.css">'
+             '<a href="/next.html">next</a>')  # fmt: skip
+    web.page("www.x.test", "/next.html", '<title>Next</title><img src="/bg.png">')
+    web.add("www.x.test", "/s.css", sheet)
+    web.add("www.x.test", "/bg.png", Resource(png(1, 2, 3), headers=PNG))
+    conf = write_conf(tmp_path, [web.url("www.x.test", "/")], browsable=True)
+    process = start_crawl(conf)
+    try:
+        wait_for(arrived.is_set, timeout=60)
+        process.send_signal(signal.SIGKILL)
+        process.communicate()
+    finally:
+        release.set()
+    result = run_crawl(conf)
+    assert result.status == 0, result.log
+    assert result.stats["tarantula/run/resume"] == 1
+    asked_for = [t for _, t in asked(web)]
+    assert asked_for.count("/s.css") == 2  # the one the kill cut, and the resume's
+    assert sorted(result.urls) == [web.url("www.x.test", "/"), web.url("www.x.test", "/next.html")]
+    checked = run_scrapy("verify", str(conf))
+    assert (checked.returncode, checked.stdout) == (0, ""), checked.stdout
+    home = (result.repository / f"browse/www.x.test:{web.port}/index.html").read_text()
+    assert 'href="s.css"' in home
