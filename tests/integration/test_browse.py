@@ -120,6 +120,11 @@ def read_in_chromium(start: Path, browse: Path) -> tuple[list[str], list[str], l
             tab.goto(start.as_uri(), wait_until="load")
             assert tab.title() == "Home"
             links = tab.evaluate("Array.from(document.links, a => a.href)")
+            # Chromium may take a srcset's 2x candidate when it holds it already (the same image is
+            # a background): either way the image is to load, from browse/.
+            tab.wait_for_function(
+                "Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
+            )
             images = tab.evaluate(
                 "Array.from(document.images, i => [i.currentSrc, i.complete && i.naturalWidth])"
             )
@@ -174,7 +179,9 @@ def test_a_converted_page_reads_offline_in_chromium(web, tmp_path):
     assert f"http://www.x.test:{web.port}/missing.html" in links  # not stored: on the web
     assert "mailto:me@x.test" in links
     assert any(f"docs.x.test:{web.port}/index.html" in link for link in local)
-    assert images == [[(www / "img/red.png").as_uri(), 1]]
+    ((source, width),) = images
+    assert source in {(www / "img/red.png").as_uri(), (www / "img/blue.png").as_uri()}
+    assert width == 1
     assert all("file://" in background for background in backgrounds), backgrounds
     # the page with a <base>: its links were resolved against it, and it is gone
     base_page = (www / "deep/base.html").read_text(encoding="utf-8")
