@@ -2,7 +2,8 @@
 per stored document in the crawl's database, in the transaction that also marks its URL done in
 the frontier; the content claims that find exact duplicates (SPEC 6) and the page claims that hold
 the crawl to max-page-number are kept in memory, as one process makes them all. A record's link
-lines are kept compressed (:func:`tarantula.core.index.split`)."""
+lines are kept compressed (:func:`tarantula.core.index.split`), and the record line without its URL
+and original URL where they are the row's URL (:func:`shortened`, :func:`restored`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,37 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, split
 from tarantula.store.outputs import OutputFiles
 from tarantula.store.sqlite.database import StateDB
+
+
+def shortened(url: str, line: str) -> str:
+    r"""A record line as the ``documents`` table keeps it: its URL fields (the second and third)
+    empty where they are ``url``, the row's own (which they are but for a redirect's original);
+    some 90 bytes a document less. No record line has an empty URL field.
+
+    >>> shortened("http://a/", "m\thttp://a/\thttp://a/\tT\n")
+    'm\t\t\tT\n'
+    >>> shortened("http://a/", "m\thttp://a/\thttp://b/\tT\n")
+    'm\t\thttp://b/\tT\n'
+    """
+    fields = line.split("\t", 3)
+    if len(fields) < 4:
+        return line
+    return "\t".join((fields[0], "" if fields[1] == url else fields[1],
+                      "" if fields[2] == url else fields[2], fields[3]))  # fmt: skip
+
+
+def restored(url: str, line: str) -> str:
+    r"""The record line :func:`shortened` kept, whole (a line kept whole comes back as it is).
+
+    >>> restored("http://a/", "m\t\thttp://b/\tT\n")
+    'm\thttp://a/\thttp://b/\tT\n'
+    >>> restored("http://a/", "m\thttp://a/\thttp://a/\tT\n")
+    'm\thttp://a/\thttp://a/\tT\n'
+    """
+    fields = line.split("\t", 3)
+    if len(fields) < 4 or (fields[1] and fields[2]):
+        return line
+    return "\t".join((fields[0], fields[1] or url, fields[2] or url, fields[3]))
 
 
 class SqliteDocuments(OutputFiles):
@@ -54,7 +86,9 @@ class SqliteDocuments(OutputFiles):
         if row is None:
             return None
         url, path, md5, last_modified, etag, line, links = row
-        return StoredDocument(url, path, md5, last_modified, etag, joined(line, links))
+        return StoredDocument(
+            url, path, md5, last_modified, etag, joined(restored(url, line), links)
+        )
 
     def path_owner(self, path: str) -> str | None:
         """The URL of the stored document whose copy is at mirror ``path``, if any."""
@@ -116,7 +150,7 @@ class SqliteDocuments(OutputFiles):
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET path = excluded.path,"
             " md5 = excluded.md5, last_modified = excluded.last_modified, etag = excluded.etag,"
             " record = excluded.record, links = excluded.links, generation = excluded.generation",
-            (doc.url, doc.path, doc.md5, doc.last_modified, doc.etag, *split(doc.record),
+            (doc.url, doc.path, doc.md5, doc.last_modified, doc.etag, *_kept(doc),
              self.generation),
         )  # fmt: skip
         self.db.changed()
@@ -144,11 +178,19 @@ class SqliteDocuments(OutputFiles):
 
     def records(self) -> Iterator[str]:
         """Every stored document's index record, in the order the documents were first stored."""
-        for line, links in self.db.execute("SELECT record, links FROM documents ORDER BY id"):
-            yield joined(line, links)
+        for url, line, links in self.db.execute(
+            "SELECT url, record, links FROM documents ORDER BY id"
+        ):
+            yield joined(restored(url, line), links)
 
     def duplicates(self) -> Iterator[tuple[str, str]]:
         yield from self.db.execute(
             "SELECT url, original FROM duplicates WHERE generation = ? ORDER BY rowid",
             (self.generation,),
         )
+
+
+def _kept(doc: StoredDocument) -> tuple[str, bytes | None]:
+    """The record of ``doc`` as the table keeps it: its line shortened, its links compressed."""
+    line, links = split(doc.record)
+    return shortened(doc.url, line), links

@@ -26,6 +26,7 @@ from tarantula.core.requisites import MARK, Requisite, requisite_url
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite import state_path
+from tarantula.store.sqlite.documents import restored
 
 
 def url_facts(root: Path, url: str) -> Met | str:
@@ -65,7 +66,10 @@ def folder_documents(root: Path) -> list[StoredDocument] | str:
             " substr(record, 1, instr(record || char(10), char(10)) - 1)"
             " FROM documents ORDER BY path"
         )
-        return [StoredDocument(*row) for row in rows]
+        return [
+            StoredDocument(url, path, md5, modified, etag, restored(url, line))
+            for url, path, md5, modified, etag, line in rows
+        ]
     finally:
         db.close()
 
