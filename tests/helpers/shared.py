@@ -8,8 +8,12 @@ import re
 import subprocess
 from pathlib import Path
 
+from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
-from tests.helpers.crawls import start_scrapy, write_conf
+from tarantula.demo.server import RequestRecord, Resource, SiteServer
+from tarantula.store.redis.runs import Workers
+from tarantula.store.redis.shared import crawl_id, key_prefix
+from tests.helpers.crawls import start_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisServer
 
 
@@ -58,3 +62,19 @@ def browse_files(root: Path) -> dict[str, bytes]:
         for p in (root / "browse").rglob("*")
         if p.is_file()
     }
+
+
+def wait_for_workers(web: SiteServer, conf: Path, redis: RedisServer, target: str,
+                     body: bytes, names: tuple[str, ...] = ("w1", "w2"), host: str = "a.test",
+                     ) -> None:  # fmt: skip
+    """Answer ``target`` on ``host`` with the HTML ``body`` only once every worker in ``names``
+    is live, so that each takes a part of the crawl (one run, not a crawl and a recrawl) however
+    slowly one of them starts on a loaded machine."""
+    client = redis.client()
+    workers = Workers(client, key_prefix(crawl_id(load_config(conf))), "")
+
+    def answer(record: RequestRecord) -> Resource:
+        wait_for(lambda: set(names) <= set(workers.live()), timeout=120)
+        return Resource(body, headers={"Content-Type": "text/html"})
+
+    web.add(host, target, answer)

@@ -10,15 +10,9 @@ CSS = {"Content-Type": "text/css"}
 PNG = {"Content-Type": "image/png"}
 
 
-def styled_site(web: SiteServer) -> str:
-    """A page whose look depends on every kind of requisite: a style sheet that imports another,
-    background images from both, an image on another host (out of the crawl's scope), an image
-    with a ``srcset``, a script that writes into the page, a ``style`` attribute and an icon."""
-    port = web.port
-    web.page(
-        "www.x.test",
-        "/",
-        f"""<!DOCTYPE html><html><head><title>Styled</title>
+def home_html(port: int) -> str:
+    """The styled page, for a server at ``port``."""
+    return f"""<!DOCTYPE html><html><head><title>Styled</title>
 <link rel="stylesheet" href="/s/main.css"><link rel="icon" href="/favicon.png">
 <script src="/s/app.js" defer></script></head>
 <body><h1>Styled page</h1>
@@ -26,8 +20,15 @@ def styled_site(web: SiteServer) -> str:
 <img id="pic" src="/img/small.png" srcset="/img/small.png 1x, /img/big.png 2x" width="30" height="30" alt="pic"></p>
 <div id="js">no script</div>
 <div id="box" style="width: 60px; height: 20px; background-image: url('/img/box.png')"></div>
-<p><a href="/other.html">another page</a></p></body></html>""",
-    )
+<p><a href="/other.html">another page</a></p></body></html>"""
+
+
+def styled_site(web: SiteServer) -> str:
+    """A page whose look depends on every kind of requisite: a style sheet that imports another,
+    background images from both, an image on another host (out of the crawl's scope), an image
+    with a ``srcset``, a script that writes into the page, a ``style`` attribute and an icon."""
+    port = web.port
+    web.page("www.x.test", "/", home_html(port))
     web.page(
         "www.x.test",
         "/other.html",

@@ -16,12 +16,12 @@ import pytest
 
 from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
-from tarantula.demo.server import RequestRecord, Resource, SiteServer
+from tarantula.demo.server import Resource, SiteServer
 from tarantula.store.redis.codec import url_id
 from tarantula.store.redis.runs import Workers
 from tarantula.store.redis.shared import crawl_id, key_prefix
 from tests.helpers.crawls import max_in_flight, run_crawl, run_scrapy, wait_for, write_conf
-from tests.helpers.redis_server import RedisServer, free_port
+from tests.helpers.redis_server import free_port
 from tests.helpers.shared import (
     browse_files,
     figure,
@@ -29,6 +29,7 @@ from tests.helpers.shared import (
     link_lines,
     shared_conf,
     start_worker,
+    wait_for_workers,
 )
 from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
@@ -41,20 +42,6 @@ def stored_by(conf: Path, name: str) -> int:
 
 def page_fetches(web: SiteServer) -> Counter[str]:
     return Counter(r.target for r in web.requests if r.target != "/robots.txt")
-
-
-def wait_for_workers(web: SiteServer, conf: Path, redis: RedisServer, target: str,
-                     body: bytes, names: tuple[str, ...] = ("w1", "w2")) -> None:  # fmt: skip
-    """Answer ``target`` on a.test only once every worker in ``names`` is live, so that each takes
-    a part of the crawl however slowly one of them starts on a loaded machine."""
-    client = redis.client()
-    workers = Workers(client, key_prefix(crawl_id(load_config(conf))), "")
-
-    def answer(record: RequestRecord) -> Resource:
-        wait_for(lambda: set(names) <= set(workers.live()), timeout=120)
-        return Resource(body, headers={"Content-Type": "text/html"})
-
-    web.add("a.test", target, answer)
 
 
 def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_server):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.crawls import run_scrapy
-from tests.helpers.shared import figure, finish, shared_conf, start_worker
-from tests.helpers.styled import REQUISITES, asked, styled_site
+from tests.helpers.shared import figure, finish, shared_conf, start_worker, wait_for_workers
+from tests.helpers.styled import REQUISITES, asked, home_html, styled_site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 def test_two_workers_fetch_each_requisite_once_into_the_shared_folder(web, tmp_path, redis_server):
     home = styled_site(web)
     conf = shared_conf(tmp_path, home, redis_server, browsable=True)
+    wait_for_workers(web, conf, redis_server, "/", home_html(web.port).encode(), host="www.x.test")
     finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
     fetched = asked(web)
     assert set(fetched) == REQUISITES | {("www.x.test", "/"), ("www.x.test", "/other.html")}
@@ -39,6 +40,9 @@ def test_requisites_in_folders_of_their_own_merge_with_the_pages(web, tmp_path, 
         shared_conf(tmp_path / name, home, redis_server, browsable=True)
         for name in ("m1", "m2", "merged")
     ]
+    # The page waits for both workers: one run, each with a part, however slowly one starts.
+    wait_for_workers(web, confs[0], redis_server, "/", home_html(web.port).encode(),
+                     host="www.x.test")  # fmt: skip
     finish(start_worker(confs[0], "w1"), start_worker(confs[1], "w2"))
     # Each part passes: what another folder holds stays a URL, which scrapy merge brings in.
     for conf in confs[:2]:
