@@ -131,14 +131,20 @@ def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str
     files = list_files(repository.root, skip=own_name)
     tally.files = len(files)
     kept = documents | requisites
+    # Page requisites whose copies another folder of a crawl shared through Redis holds: what this
+    # folder's pages load from them is no network load, and a copy of one left here (a recrawl
+    # fetched it again into the other folder) no stray file; scrapy merge takes the other's.
+    others = folder_requisites(config, repository.root, others=True)
+    held = {r.path for r in others if r.path}
     with ThreadPoolExecutor(max(4, jobs)) as threads:  # hashing waits on the disk, not the GIL
-        yield from check_mirror(repository.root, kept, files, threads.map)
+        yield from check_mirror(repository.root, kept, files - held, threads.map)
     if config.browsable:
         browse = repository.root / BROWSE_NAME
         browse_files = list_files(browse)
         tally.browse_files = len(browse_files)
-        elsewhere = {r.url for r in folder_requisites(config, repository.root, others=True)}
-        yield from check_browse(browse, kept, browse_files, tally, jobs, elsewhere)
+        held_copies = {browse_name(r.path, kind_of(r.type)) for r in others if r.path}
+        yield from check_browse(browse, kept, browse_files, tally, jobs,
+                                {r.url for r in others}, held_copies)  # fmt: skip
     if config.warc:
         yield from check_warc(repository.root / "warc", tally)
 
@@ -260,11 +266,13 @@ def check_mirror(root: Path, documents: dict[str, Stored], files: set[str],
 
 
 def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], tally: Tally,
-                 jobs: int = 1, elsewhere: frozenset[str] | set[str] = frozenset()) -> Iterator[str]:  # fmt: skip
-    """``browse/`` holds a copy of every stored document, nothing else, every relative link of
-    its pages leads to one of its files, and no page loads anything from the network but the
-    page requisites in ``elsewhere`` (normalized URLs: what another folder of a crawl shared
-    through Redis holds, and ``scrapy merge`` brings). Pages are read by ``jobs`` processes."""
+                 jobs: int = 1, elsewhere: frozenset[str] | set[str] = frozenset(),
+                 held: frozenset[str] | set[str] = frozenset()) -> Iterator[str]:  # fmt: skip
+    """``browse/`` holds a copy of every stored document, nothing else (but the copies in
+    ``held``, of requisites another folder holds), every relative link of its pages leads to one
+    of its files, and no page loads anything from the network but the page requisites in
+    ``elsewhere`` (normalized URLs: what another folder of a crawl shared through Redis holds,
+    and ``scrapy merge`` brings). Pages are read by ``jobs`` processes."""
     name = browse.name
     pages = []
     for doc in documents.values():
@@ -274,7 +282,7 @@ def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], ta
         elif doc.kind != COPY:
             pages.append(doc)
     stored = {browse_name(doc.path, doc.kind) for doc in documents.values()}
-    for path in sorted(files - stored):
+    for path in sorted(files - stored - held):
         yield f"{name}/{path}: not a stored document"
     batches = list(_batches(pages, 500))
     if jobs > 1 and len(batches) > 1:

@@ -57,3 +57,24 @@ def test_requisites_in_folders_of_their_own_merge_with_the_pages(web, tmp_path, 
     target = tmp_path / "merged" / "repo"
     page = (target / f"browse/www.x.test:{web.port}/index.html").read_text(encoding="utf-8")
     assert f'src="../cdn.y.test:{web.port}/logo.png"' in page
+
+
+def test_a_recrawl_by_another_folders_worker_leaves_both_folders_whole(web, tmp_path, redis_server):
+    """A recrawl's worker in another folder fetches the requisites again into its own: the first
+    folder's copies stay, and neither folder's verify finds a problem; the merge takes the new."""
+    home = styled_site(web)
+    confs = [
+        shared_conf(tmp_path / name, home, redis_server, browsable=True, period=0)
+        for name in ("m1", "m2", "merged")
+    ]
+    finish(start_worker(confs[0], "w1"))
+    finish(start_worker(confs[1], "w2"))  # the crawl is complete: w2 recrawls it, alone
+    assert "Run 2: recrawl" in (tmp_path / "m2" / "w2.log").read_text(encoding="utf-8")
+    for conf in confs[:2]:
+        check = run_scrapy("verify", str(conf))
+        assert (check.returncode, check.stdout) == (0, ""), check.stdout
+    parts = [conf.parent / "repo" for conf in confs[:2]]
+    result = run_scrapy("merge", str(confs[2]), *map(str, parts))
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    check = run_scrapy("verify", str(confs[2]))
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout
