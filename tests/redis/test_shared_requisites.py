@@ -4,6 +4,8 @@ from ``browse/``, carried by ``scrapy merge``; every folder passes ``scrapy veri
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.helpers.crawls import run_scrapy
@@ -45,15 +47,8 @@ def test_requisites_in_folders_of_their_own_merge_with_the_pages(web, tmp_path, 
                      host="www.x.test")  # fmt: skip
     finish(start_worker(confs[0], "w1"), start_worker(confs[1], "w2"))
     # Each part passes: what another folder holds stays a URL, which scrapy merge brings in.
-    for conf in confs[:2]:
-        check = run_scrapy("verify", str(conf))
-        assert (check.returncode, check.stdout) == (0, ""), check.stdout
-    parts = [conf.parent / "repo" for conf in confs[:2]]
-    result = run_scrapy("merge", str(confs[2]), *map(str, parts))
-    assert (result.returncode, result.stdout) == (0, ""), result.stderr
-    check = run_scrapy("verify", str(confs[2]))
-    assert (check.returncode, check.stdout) == (0, ""), check.stdout
-    assert f"2 documents, {len(REQUISITES)} page requisites" in check.stderr
+    merged = verify_parts_and_merge(confs)
+    assert f"2 documents, {len(REQUISITES)} page requisites" in merged
     target = tmp_path / "merged" / "repo"
     page = (target / f"browse/www.x.test:{web.port}/index.html").read_text(encoding="utf-8")
     assert f'src="../cdn.y.test:{web.port}/logo.png"' in page
@@ -70,6 +65,12 @@ def test_a_recrawl_by_another_folders_worker_leaves_both_folders_whole(web, tmp_
     finish(start_worker(confs[0], "w1"))
     finish(start_worker(confs[1], "w2"))  # the crawl is complete: w2 recrawls it, alone
     assert "Run 2: recrawl" in (tmp_path / "m2" / "w2.log").read_text(encoding="utf-8")
+    assert f"2 documents, {len(REQUISITES)} page requisites" in verify_parts_and_merge(confs)
+
+
+def verify_parts_and_merge(confs: list[Path]) -> str:
+    """Check the worker folders of ``confs[:2]`` (each must pass ``scrapy verify``), merge them
+    into ``confs[2]``'s, check that; the merged repository's verify summary."""
     for conf in confs[:2]:
         check = run_scrapy("verify", str(conf))
         assert (check.returncode, check.stdout) == (0, ""), check.stdout
@@ -78,3 +79,4 @@ def test_a_recrawl_by_another_folders_worker_leaves_both_folders_whole(web, tmp_
     assert (result.returncode, result.stdout) == (0, ""), result.stderr
     check = run_scrapy("verify", str(confs[2]))
     assert (check.returncode, check.stdout) == (0, ""), check.stdout
+    return check.stderr
