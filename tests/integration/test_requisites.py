@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tarantula.demo.server import RequestRecord, Resource
+from tarantula.demo.server import RequestRecord, Resource, SiteServer
 from tests.helpers.crawls import png, run_crawl, run_scrapy, start_crawl, wait_for, write_conf
 from tests.helpers.shared import figure
 from tests.helpers.styled import CSS, PNG, REQUISITES, asked, styled_site
@@ -22,7 +22,7 @@ from tests.helpers.styled import CSS, PNG, REQUISITES, asked, styled_site
 pytestmark = pytest.mark.e2e
 
 
-def screenshots(online: str, offline: Path, raw: Path, port: int) -> dict[str, object]:
+def screenshots(online: str, offline: Path, raw: Path, web: SiteServer) -> dict[str, object]:
     """Screenshots of the page online (host names mapped to 127.0.0.1), of its ``browse/`` copy
     with every request that is not for a file aborted, and of its raw copy the same way; with the
     requests the offline page tried to send and what its script wrote."""
@@ -36,12 +36,9 @@ def screenshots(online: str, offline: Path, raw: Path, port: int) -> dict[str, o
             args=["--host-resolver-rules=MAP *.test 127.0.0.1"],
         )
         try:
-            shots: dict[str, object] = {}
-            context = browser.new_context(viewport={"width": 400, "height": 300})
-            tab = context.new_page()
-            tab.goto(online, wait_until="networkidle")
-            shots["online"] = tab.screenshot()
-            context.close()
+            shots: dict[str, object] = {"requests before": len(web.requests)}
+            # The copies first, the page online last: nothing the online visit asks for can be
+            # taken for a request of the offline page.
             for name, path in (("offline", offline), ("raw", raw)):
                 context = browser.new_context(viewport={"width": 400, "height": 300})
 
@@ -60,6 +57,12 @@ def screenshots(online: str, offline: Path, raw: Path, port: int) -> dict[str, o
                     shots["script"] = tab.text_content("#js")
                     shots["tried"] = list(tried)
                 context.close()
+            shots["requests after"] = len(web.requests)
+            context = browser.new_context(viewport={"width": 400, "height": 300})
+            tab = context.new_page()
+            tab.goto(online, wait_until="networkidle")
+            shots["online"] = tab.screenshot()
+            context.close()
         finally:
             browser.close()
     return shots
@@ -113,7 +116,7 @@ def test_a_browse_page_offline_looks_as_online_and_asks_the_origin_nothing(web, 
     raw = result.repository / f"www.x.test:{port}/index.html"
     # The sync API needs a thread without an event loop (the tests run in Twisted's asyncio one).
     with ThreadPoolExecutor(1) as thread:
-        shots = thread.submit(screenshots, home, page, raw, port).result(timeout=300)
+        shots = thread.submit(screenshots, home, page, raw, web).result(timeout=300)
     online_requests = asked(web)
     assert shots["offline"] == shots["online"]
     assert shots["raw"] != shots["online"]  # without its requisites the page looks otherwise
@@ -124,6 +127,7 @@ def test_a_browse_page_offline_looks_as_online_and_asks_the_origin_nothing(web, 
     not_needed = {("www.x.test", "/favicon.png"), ("www.x.test", "/img/big.png")}
     assert set(online_requests) >= REQUISITES - not_needed
     assert set(online_requests) <= REQUISITES | {("www.x.test", "/")}
+    assert shots["requests after"] == shots["requests before"]  # none while the copies were open
 
 
 def test_requisites_keep_to_robots_one_hop_and_their_bound_and_count_for_no_page(web, tmp_path):
