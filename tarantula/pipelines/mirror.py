@@ -160,9 +160,7 @@ class MirrorPipeline:
     def _close_at_limit(self) -> None:
         if self.crawler.engine and not self._closing:
             self._closing = True
-            if (
-                self.with_requisites
-            ):  # first the requisites of the pages stored (see LAST_REQUISITES)
+            if self.with_requisites:  # the requisites of the pages stored first (LAST_REQUISITES)
                 logger.info("max-page-number (%d) reached: closing once the page requisites are in",
                             self.limit)  # fmt: skip
                 self.crawler.signals.connect(self._idle, signal=signals.spider_idle)

@@ -27,6 +27,7 @@ from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite import state_path
 from tarantula.store.sqlite.documents import restored
+from tarantula.store.sqlite.requisites import COLUMNS
 
 
 def url_facts(root: Path, url: str) -> Met | str:
@@ -91,36 +92,27 @@ def folder_duplicates(root: Path) -> list[tuple[str, str]]:
 
 def url_requisite(root: Path, url: str) -> Requisite | None:
     """The page requisite of ``url`` the crawl in repository ``root`` wanted, if any."""
-    path = state_path(root)
-    if not path.is_file():
-        return None
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        row = db.execute(
-            "SELECT url, page, path, md5, type, encoding, outcome FROM requisites WHERE url = ?",
-            (url,),
-        ).fetchone()
-        return None if row is None else Requisite(*row)
-    except sqlite3.OperationalError:  # no such table: a state made before requisites were kept
-        return None
-    finally:
-        db.close()
+    found = _requisites(root, "WHERE url = ?", (url,))
+    return found[0] if found else None
 
 
 def folder_requisites(root: Path) -> list[Requisite]:
     """The page requisites the crawl in repository ``root`` has copies of, by path; none when
     there is no crawl there (or one made before requisites were kept)."""
+    return _requisites(root, "WHERE path IS NOT NULL ORDER BY path")
+
+
+def _requisites(root: Path, where: str, parameters: tuple[str, ...] = ()) -> list[Requisite]:
+    """The requisites of the crawl in repository ``root`` that the SQL ``where`` selects, read
+    only; none when there is no crawl there."""
     path = state_path(root)
     if not path.is_file():
         return []
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = db.execute(
-            "SELECT url, page, path, md5, type, encoding, outcome FROM requisites"
-            " WHERE path IS NOT NULL ORDER BY path"
-        )
+        rows = db.execute(f"SELECT {COLUMNS} FROM requisites {where}", parameters)
         return [Requisite(*row) for row in rows]
-    except sqlite3.OperationalError:  # no such table
+    except sqlite3.OperationalError:  # no such table: a state made before requisites were kept
         return []
     finally:
         db.close()

@@ -4,12 +4,11 @@ done."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from tarantula.core.requisites import Requisite
 from tarantula.store.sqlite.database import StateDB
 
-_COLUMNS = "url, page, path, md5, type, encoding, outcome"
+#: The columns a :class:`~tarantula.core.requisites.Requisite` is read from, in its order.
+COLUMNS = "url, page, path, md5, type, encoding, outcome"
 
 
 class SqliteRequisites:
@@ -62,7 +61,7 @@ class SqliteRequisites:
         self.db.changed()
 
     def requisite(self, url: str) -> Requisite | None:
-        row = self.db.execute(f"SELECT {_COLUMNS} FROM requisites WHERE url = ?", (url,)).fetchone()
+        row = self.db.execute(f"SELECT {COLUMNS} FROM requisites WHERE url = ?", (url,)).fetchone()
         return None if row is None else Requisite(*row)
 
     def path_owner(self, path: str) -> str | None:
@@ -74,10 +73,3 @@ class SqliteRequisites:
     def count(self) -> int:
         """How many requisites the crawl has wanted."""
         return int(self.db.execute("SELECT count(*) FROM requisites").fetchone()[0])
-
-    def fetched(self) -> Iterator[Requisite]:
-        """Every requisite with a copy in the repository, in the order of their paths."""
-        rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM requisites WHERE path IS NOT NULL ORDER BY path"
-        )
-        return (Requisite(*row) for row in rows)
