@@ -2,7 +2,8 @@
 
 Scrapy hangs what a whole crawl shares on the crawler (``crawler.stats``, ``crawler.signals``);
 Tarantula's own shared parts hang there the same way: the parsed configuration, the URL rules, the
-repository with its crawl state (run log, frontier, document store) and the politeness state.
+repository with its crawl state (run log, frontier, document store), the leases this process
+holds (:mod:`tarantula.leases`) and the politeness state.
 The store (:mod:`tarantula.store`) is held by its contract: nothing here knows which backend it is.
 The spider builds the context from its configuration when Scrapy creates it
 (:meth:`tarantula.spiders.tarantula.TarantulaSpider.from_crawler`), the one place that knows the
@@ -14,7 +15,7 @@ way Scrapy's own do.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
@@ -23,6 +24,7 @@ from scrapy.exceptions import NotConfigured
 from tarantula.core.politeness import Politeness
 from tarantula.core.repository import Repository
 from tarantula.core.rules import UrlRules
+from tarantula.leases import Leases
 from tarantula.store import CrawlStore, DocumentStore, Frontier, open_store
 
 if TYPE_CHECKING:
@@ -41,6 +43,10 @@ class CrawlContext:
     store: CrawlStore
     politeness: Politeness
     worker: str = ""  # this process's name in a crawl shared by several
+    leases: Leases = field(init=False)  # the one way a URL is leased and its lease ended
+
+    def __post_init__(self) -> None:
+        self.leases = Leases(self.store)
 
     @classmethod
     def build(

@@ -6,7 +6,7 @@ It replaces Scrapy's scheduler, dupefilter and priority queue together, for two 
   which a dupefilter that drops the second discovery cannot allow;
 - Scrapy's ``JOBDIR`` writes its queues and seen-set only on a clean stop, so a kill loses the
   frontier; here every request lives in the crawl state, leased while in flight and acknowledged
-  only once its response is handled (by the spider and the pipelines), and committed every
+  only once its response is handled (:mod:`tarantula.leases`), and committed every
   ``TARANTULA_COMMIT_INTERVAL`` seconds.
 
 It is also the one politeness governor: a host's next URL is handed out only when
@@ -22,7 +22,8 @@ For a crawl that is not Tarantula's, :meth:`FrontierScheduler.from_crawler` hand
 scheduler over, so other spiders of the project run as they would anywhere.
 
 Stats: ``scheduler/enqueued``, ``scheduler/dequeued``, ``tarantula/scheduler/duplicate``,
-``tarantula/run/<kind>``, ``tarantula/documents/over-limit``, ``tarantula/filtered/host-dropped``.
+``tarantula/run/<kind>``, ``tarantula/documents/over-limit``, ``tarantula/filtered/host-dropped``,
+``tarantula/leases/{ended-unheld,unended}``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class FrontierScheduler(BaseScheduler):
         self.crawler = crawler
         self.context = context
         self.frontier = context.frontier
+        self.leases = context.leases
         self.politeness = context.politeness
         self.stats = crawler.stats
         self.commit_interval = commit_interval
@@ -110,7 +112,18 @@ class FrontierScheduler(BaseScheduler):
                 "The crawl is not complete; run the same command again to retry it."
             )
             self.stats.set_value("tarantula/run/unreachable", 1)
+        self._count_leases(reason)
         self.context.store.end(reason)
+
+    def _count_leases(self, reason: str) -> None:
+        """Put in the stats what :mod:`tarantula.leases` counted: ends asked for leases not held,
+        and, when the crawl finished, leases never ended (a URL the crawl forgot: it would be
+        fetched again at the next start)."""
+        if self.leases.ended_unheld:
+            self.stats.set_value("tarantula/leases/ended-unheld", self.leases.ended_unheld)
+        if reason == "finished" and (out := self.leases.out()):
+            logger.warning("%d leased URLs were never done with", out)
+            self.stats.set_value("tarantula/leases/unended", out)
 
     def _unreached(self) -> bool:
         """Whether the run stored nothing in the whole crawl and got no answer from any server
@@ -151,14 +164,14 @@ class FrontierScheduler(BaseScheduler):
         if redirected:
             if requisite_url(request_meta[meta.URL]) is not None:
                 url = entry_url(url)  # a requisite's redirect leads to a requisite
-            self.frontier.ack(request_meta[meta.URL], "redirected")
+            self.leases.end(request_meta[meta.URL], "redirected")
         extra = {k: request_meta[k] for k in DURABLE_META if k in request_meta}
         extra_json = json.dumps(extra) if extra else None
         key = dfs_key(request_meta.get(meta.PATH, ())) if self.frontier.dfs else None
         original = request_meta.get(meta.ORIGIN) or request.url
         depth = request_meta.get("depth", 0)
         if request.dont_filter or (self._retry_seeds and depth == 0):
-            self.frontier.requeue(url, original, depth, key, extra_json)
+            self.leases.requeue(url, original, depth, key, extra_json)
         elif not self.frontier.push(
             url, original, depth, key, extra_json, request_meta.get(meta.REFERRER)
         ):
@@ -183,9 +196,9 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         now = time.monotonic()
-        entry = self.frontier.lease(now, self.politeness)
+        entry = self.leases.take(now, self.politeness)
         while entry is not None and self._over_limit(entry.url):
-            entry = self.frontier.lease(now, self.politeness)
+            entry = self.leases.take(now, self.politeness)
         if dropped := self.frontier.take_dropped():
             self._inc("tarantula/filtered/host-dropped", dropped)
         if entry is None:
@@ -205,7 +218,7 @@ class FrontierScheduler(BaseScheduler):
         (a first crawl stops at the limit instead; a recrawl still refetches what it stored); at
         the limit, with page requisites to fetch, nothing but a requisite is."""
         if self._requisites_only and requisite_url(url) is None:
-            self.frontier.ack(url, "over-limit")
+            self.leases.end(url, "over-limit")
             self._inc("tarantula/documents/over-limit")
             return True
         documents = self.context.documents
@@ -213,7 +226,7 @@ class FrontierScheduler(BaseScheduler):
             return False
         if documents.count() < self.limit:
             return False
-        self.frontier.ack(url, "over-limit")
+        self.leases.end(url, "over-limit")
         self._inc("tarantula/documents/over-limit")
         return True
 

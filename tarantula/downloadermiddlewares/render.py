@@ -155,7 +155,7 @@ class RenderMiddleware:
             # A shared frontier's lease may expire while the browser works: it is pushed past
             # the rendering's time limit, so no other worker takes the page meanwhile (SPEC 9).
             limit = context.config.lease_timeout + render_wait * 2 + self.grace
-            context.frontier.extend(url, limit)
+            context.leases.extend(url, limit)
         try:
             rendered = await self._render(
                 rendering_request(request, response, render_wait), render_wait

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 class IndexPipeline:
     def __init__(self, crawler: Crawler, context: CrawlContext) -> None:
         self.stats = crawler.stats
-        self.store = context.store
+        self.leases = context.leases
         self.documents = context.documents
-        self.frontier = context.frontier
+        self.frontier = context.frontier  # its generation: the run's, once the scheduler begins it
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
@@ -37,12 +37,12 @@ class IndexPipeline:
             return item
         if item.unchanged:
             self.documents.keep(item.url)
-            self.frontier.ack(item.url, "unchanged")
+            self.leases.end(item.url, "unchanged")
             item.status = "unchanged"
         else:
             assert item.path is not None and item.md5 is not None, "the mirror pipeline runs first"
             record = format_record(item.record())
-            self.store.stored(
+            self.leases.stored(
                 StoredDocument(item.url, item.path, item.md5, item.last_modified, item.etag, record)
             )
             self.stats.inc_value("tarantula/index/records")

@@ -58,7 +58,7 @@ class MirrorPipeline:
         self.requisites = context.store.requisites
         # Whether a new document's path is checked against requisites' copies too (see _write).
         self.with_requisites = context.config.page_requisites
-        self.frontier = context.frontier
+        self.leases = context.leases
         self.repository = context.repository.root
         self.limit = max(context.config.max_page_number, 0)
         self.stored = 0
@@ -147,12 +147,12 @@ class MirrorPipeline:
                 logger.warning("Not stored: page requisite %s: %s", item.url, exc)
                 self.stats.inc_value("tarantula/requisites/failed")
                 self.requisites.failed(item.url, "unsafe-path")
-                self.frontier.ack(item.entry, "unsafe-path")
+                self.leases.end(item.entry, "unsafe-path")
                 raise DropItem(f"cannot store safely: {exc}") from exc
             self.documents.wrote_file()
         item.path = relpath.as_posix()
         self.requisites.stored(item.url, item.path, item.md5, item.type, item.encoding)
-        self.frontier.ack(item.entry, "requisite")
+        self.leases.end(item.entry, "requisite")
         self.stats.inc_value("tarantula/requisites/stored")
         logger.info("Stored page requisite %s as %s", item.url, item.path)
         return item
@@ -176,7 +176,7 @@ class MirrorPipeline:
         """The document is not stored: its URL is done, and its claim on the content released."""
         self.stats.inc_value(f"tarantula/documents/{why}")
         self.documents.release(md5, item.url)
-        self.frontier.ack(item.url, why)
+        self.leases.end(item.url, why)
 
     def _clash_free_path(self, item: Document) -> PurePosixPath:
         """The document's mirror path once a file stands where a folder is needed or the other way

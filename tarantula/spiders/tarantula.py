@@ -83,22 +83,19 @@ class TarantulaSpider(Spider):
             if kind in ("http-404", "http-410") and url is not None:
                 self.context.remove_document(url, f"HTTP {kind[5:]}", self.crawler.stats)
         requisites.failed(self, request, kind)
-        self._ack(url, kind)
+        self.context.leases.end(url, kind)
 
     def defect(self, failure: Failure, response: Response, **kwargs: Any) -> None:
         """An exception in Tarantula's own code while handling a response: Scrapy logs it as an
         error (the crawl exits 1); its URL is done, with the reason, rather than left leased."""
-        self._ack(response.meta.get(meta.URL) if response.request is not None else None, "error")
+        url = response.meta.get(meta.URL) if response.request is not None else None
+        self.context.leases.end(url, "error")
         self.crawler.stats.inc_value("tarantula/failures/error")
 
     def _too_large(self, url: str | None) -> str:
         """A document over ``max-document-size``: filtered, never a host failure."""
         count_filtered(self.crawler.stats, "max-document-size", url or "?", "Not stored")
         return "max-document-size"
-
-    def _ack(self, url: str | None, outcome: str) -> None:
-        if url is not None:
-            self.context.frontier.ack(url, outcome)
 
     async def parse(self, response: Response) -> AsyncIterator[Any]:
         """Extract a page's links and yield its document when accepted.
@@ -122,7 +119,7 @@ class TarantulaSpider(Spider):
             return
         if "rendered" in response.flags and len(response.body) > context.config.max_document_size:
             # scripts can grow a page past the limit its download kept to
-            self._ack(url, self._too_large(url))
+            self.context.leases.end(url, self._too_large(url))
             return
         reading = read_response(response, url, context.rules)
         documents = context.documents
@@ -142,7 +139,7 @@ class TarantulaSpider(Spider):
                 yield request
         if not reading.accepted:
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
-            context.frontier.ack(url, "not-accepted")
+            context.leases.end(url, "not-accepted")
             return
         if reading.hrefs is not None and reading.text is not None:
             for request in requisites.page_requests(self, response, url, reading.text.text):
@@ -154,7 +151,7 @@ class TarantulaSpider(Spider):
         recrawl, a stored document that has become one is removed."""
         self.context.remove_document(url, f"now a copy of {original}", self.crawler.stats)
         self.context.documents.add_duplicate(url, original)
-        self.context.frontier.ack(url, "duplicate")
+        self.context.leases.end(url, "duplicate")
         self.crawler.stats.inc_value("tarantula/documents/duplicate")
         logger.info("Duplicate of %s: %s", original, url)
 
@@ -162,7 +159,7 @@ class TarantulaSpider(Spider):
         """A 304 in a recrawl: keep the stored copy, and follow its links again from it."""
         doc = self.context.documents.document(url)
         if doc is None:  # the state lost it meanwhile: nothing to keep, nothing to follow
-            self.context.frontier.ack(url, "unchanged")
+            self.context.leases.end(url, "unchanged")
             return
         record = next(parse_index(doc.record))
         if record.type == "html":

@@ -26,7 +26,9 @@ class Frontier(Protocol):
     Hosts are politeness units: :meth:`lease` hands out a URL only of a host that ``gate`` lets go
     now; :meth:`release` says one of a host's requests is over, so a host held back by its
     concurrency may go again. Another process may hold a host too (a shared frontier), which is
-    why the gate is asked at every lease rather than remembered.
+    why the gate is asked at every lease rather than remembered. A lease is taken and ended
+    (:meth:`lease`, :meth:`ack`, :meth:`requeue`, :meth:`extend`) through
+    :class:`tarantula.leases.Leases` only, which ends each one once.
     """
 
     generation: int

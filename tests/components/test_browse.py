@@ -48,9 +48,8 @@ class Run:
         return self.crawl.context.repository.root
 
     def store(self, url: str, body: bytes, doc_type: str = "html") -> None:
-        frontier = self.crawl.context.frontier
-        frontier.push(url, url, 0)
-        frontier.lease()
+        self.crawl.context.frontier.push(url, url, 0)
+        self.crawl.context.leases.take()
         item = document(url, body, doc_type=doc_type)
         assert self.crawl.context.documents.claim_content(item.md5 or "", url) is None
         for pipeline in (self.mirror, self.index, self.browse):

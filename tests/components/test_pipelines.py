@@ -46,9 +46,8 @@ class Run:
 
     def fetch(self, url: str) -> None:
         """Queue ``url`` (unless the run queued it already) and lease it: a request in flight."""
-        frontier = self.crawl.context.frontier
-        frontier.push(url, url, 0)
-        entry = frontier.lease()
+        self.crawl.context.frontier.push(url, url, 0)
+        entry = self.crawl.context.leases.take()
         assert entry is not None
         assert entry.url == url
 

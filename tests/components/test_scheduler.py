@@ -81,10 +81,7 @@ def handed_out(scheduler: FrontierScheduler) -> list[str]:
 def store(crawl: Crawl, url: str) -> None:
     """Record ``url`` as a stored document (what the pipelines do) and acknowledge it."""
     record = format_record(IndexRecord(url_md5(url), url, url, None, None, "html", None, SERVED))
-    crawl.context.documents.store(
-        StoredDocument(url, "a.test/x.html", "0" * 32, None, None, record)
-    )
-    crawl.context.frontier.ack(url, "stored")
+    crawl.context.leases.stored(StoredDocument(url, "a.test/x.html", "0" * 32, None, None, record))
 
 
 # -- which scheduler ----------------------------------------------------------------------------
@@ -126,6 +123,33 @@ def test_open_begins_a_crawl_and_close_ends_it_with_the_index_written(
     assert run.ended is not None
     (record,) = parse_index(repository.index.read_text(encoding="utf-8"))
     assert (record.url, record.server_date) == ("http://a.test/", SERVED)
+
+
+def test_a_finished_run_counts_the_leases_it_left_out(any_crawls: Crawls, open_scheduler):
+    crawl = any_crawls()
+    scheduler = open_scheduler(crawl)
+    for url in ("http://a.test/", "http://b.test/"):
+        scheduler.enqueue_request(request(crawl, url))
+    assert len(handed_out(scheduler)) == 2
+    store(crawl, "http://a.test/")
+    store(crawl, "http://a.test/")  # ended twice: the second end is not passed on
+
+    scheduler.close("finished")
+
+    assert crawl.stat("tarantula/leases/unended") == 1  # b.test's, never done with
+    assert crawl.stat("tarantula/leases/ended-unheld") == 1
+
+
+def test_a_run_stopped_early_leaves_its_leases_for_the_next(any_crawls: Crawls, open_scheduler):
+    crawl = any_crawls()
+    scheduler = open_scheduler(crawl)
+    scheduler.enqueue_request(request(crawl, "http://a.test/"))
+    assert scheduler.next_request() is not None
+
+    scheduler.close("shutdown")
+
+    assert crawl.stat("tarantula/leases/unended") is None  # in flight at a stop: queued again
+    assert crawl.stat("tarantula/leases/ended-unheld") is None
 
 
 def test_a_run_after_a_finished_crawl_is_a_recrawl(any_crawls: Crawls, open_scheduler):
@@ -216,7 +240,7 @@ def test_a_host_at_its_concurrency_waits_until_its_request_is_released(
 
     # The request ends: the politeness middleware releases it, the pipelines acknowledge it.
     crawl.context.politeness.release("a.test")
-    crawl.context.frontier.ack(first.url, "stored")
+    crawl.context.leases.end(first.url, "stored")
     third = scheduler.next_request()
     assert third is not None
     assert (third.url, third.meta[meta.HOST]) == ("http://a.test/2", "a.test")
@@ -298,7 +322,7 @@ def test_a_redirect_to_a_url_already_seen_is_a_duplicate(any_crawls: Crawls, ope
     scheduler.enqueue_request(request(crawl, "http://a.test/old", 1))
     assert handed_out(scheduler) == ["http://a.test/"]
     crawl.context.politeness.release("a.test")
-    crawl.context.frontier.ack("http://a.test/", "stored")
+    crawl.context.leases.end("http://a.test/", "stored")
     source = scheduler.next_request()
     assert source is not None
     target = source.replace(url="http://a.test/")

@@ -137,7 +137,17 @@ def run_crawl(conf: Path, *args: str, timeout: float = 120) -> Crawl:
     log_path = conf.parent / "log"
     log = log_path.read_text(encoding="utf-8") if log_path.exists() else process.stderr
     stats = json.loads(stats_path.read_text("utf-8")) if stats_path.exists() else {}
+    check_leases(stats)
     return Crawl(process, conf.parent / "repo", log, stats)
+
+
+def check_leases(stats: dict[str, Any]) -> None:
+    """Every crawl a test runs keeps the leases' contract (:mod:`tarantula.leases`): a lease ends
+    once (an error in the crawler's own code, which ends its URL's lease whatever was done with it
+    already, aside), and none is left out when the crawl finishes."""
+    if "tarantula/failures/error" not in stats:
+        assert "tarantula/leases/ended-unheld" not in stats, "a lease was ended twice"
+    assert "tarantula/leases/unended" not in stats, "a finished crawl left leases out"
 
 
 def run_scrapy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
