@@ -233,6 +233,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
     vs_scrapy: float | None = None
     redis_cpu: float = 0.0  # CPU seconds of the Redis server (shared crawls)
+    redis_bytes: int = 0  # what the shared crawl left in Redis's memory (used_memory, bytes)
 
     @classmethod
     def of(
@@ -935,12 +936,16 @@ def shared_lines(results: list[Result]) -> list[str]:
     for m in shared:
         redis_cpu = statistics.median(r.redis_cpu for r in results if r.crawler == m.result.crawler)
         with_redis = m.cpu_per_1k + 1000 * redis_cpu / m.result.pages if m.result.pages else 0.0
+        redis_per_doc = statistics.median(
+            r.redis_bytes / max(1, r.pages) for r in results if r.crawler == m.result.crawler
+        )
         lines.append(
             f"- {m.result.crawler} / tarantula (medians): pages/s {m.pages_per_s:.1f} / "
             f"{base.pages_per_s:.1f} = {m.pages_per_s / base.pages_per_s:.2f}; CPU s / 1k pages "
             f"{m.cpu_per_1k:.2f} / {base.cpu_per_1k:.2f} = {m.cpu_per_1k / base.cpu_per_1k:.2f} "
             f"(with Redis's {1000 * redis_cpu / max(1, m.result.pages):.2f}: "
-            f"{with_redis / base.cpu_per_1k:.2f})"
+            f"{with_redis / base.cpu_per_1k:.2f}); Redis memory {redis_per_doc:,.0f} bytes a "
+            f"stored document"
         )
     one, two = by.get("tarantula-redis1"), by.get("tarantula-redis2")
     if one is not None and two is not None and one.pages_per_s:

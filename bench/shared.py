@@ -6,7 +6,8 @@ the workers, all at once, through one ``sh`` that waits for them: :func:`bench.r
 that ``sh``, so wall time runs from the first worker's start to the last one's end, and the CPU
 and peak RSS are those of the workers together (the kernel adds waited-for children to their
 parent's usage). Redis's own CPU is reported beside the server's: it is the shared crawl's cost on
-the Redis machine, not a worker's.
+the Redis machine, not a worker's. So is Redis's memory once the crawl is over (``used_memory``
+then, less the empty server's), per stored document.
 """
 
 from __future__ import annotations
@@ -83,6 +84,16 @@ class RedisServer:
     def cpu_seconds(self) -> float:
         return process_tree_cpu(self.process.pid) if self.process is not None else 0.0
 
+    def used_memory(self) -> int:
+        """The server's ``used_memory`` (bytes): its allocator's count of what Redis holds."""
+        import redis
+
+        client = redis.Redis(host=LOOPBACK, port=self.port, socket_timeout=5)
+        try:
+            return int(client.info("memory")["used_memory"])
+        finally:
+            client.close()
+
 
 def workers_command(conf: Path, workers: int) -> list[str]:
     """One ``sh`` that starts ``workers`` crawl processes at once and exits with the worst status."""
@@ -106,13 +117,16 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
     folder.mkdir(parents=True)
     with RedisServer(folder / "redis") as redis:
         conf = write_tarantula_conf(folder, ctx.web, ctx.tarantula_seeds, redis=redis.url)
-        before = redis.cpu_seconds()
+        before, empty = redis.cpu_seconds(), redis.used_memory()
         m = measure(workers_command(conf, workers), tree, folder / "output.txt", ctx.timeout,
                     ctx.server_cpu, tree)  # fmt: skip
         redis_cpu = redis.cpu_seconds() - before
+        redis_bytes = redis.used_memory() - empty  # what the crawl left in Redis
     urls = index_urls(folder / "repository" / "index.txt")
     fraction, missing = completeness(set(urls), ctx.web)
-    notes = [f"{crawler}, run {run}: Redis used {redis_cpu:.1f} CPU s"]
+    per_doc = redis_bytes / max(1, len(set(urls)))
+    notes = [f"{crawler}, run {run}: Redis used {redis_cpu:.1f} CPU s, and holds {redis_bytes:,} "
+             f"bytes more than empty: {per_doc:,.0f} a stored document"]  # fmt: skip
     if missing:
         notes.append(f"{crawler}: {len(missing)} manifest URLs not indexed: {missing[:3]}")
     if len(urls) != len(set(urls)):
@@ -121,4 +135,5 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
         notes.append(f"{crawler}: exit status {m.status}")
     result = Result.of(crawler, run, len(set(urls)), m, fraction, notes)
     result.redis_cpu = redis_cpu
+    result.redis_bytes = redis_bytes
     return result
