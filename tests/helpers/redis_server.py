@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 REDIS_SERVER = Path("/usr/bin/redis-server")
+REDIS_CLI = Path("/usr/bin/redis-cli")
 
 try:
     import redis
@@ -26,9 +27,10 @@ def free_port() -> int:
 class RedisServer:
     """A ``redis-server`` process on 127.0.0.1 keeping its files in ``folder``."""
 
-    def __init__(self, folder: Path, *, appendonly: bool = False) -> None:
+    def __init__(self, folder: Path, *, appendonly: bool = False, cluster: bool = False) -> None:
         self.folder = folder
         self.appendonly = appendonly
+        self.cluster = cluster  # a node of a Redis Cluster (see RedisCluster)
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         folder.mkdir(parents=True, exist_ok=True)
@@ -45,6 +47,9 @@ class RedisServer:
             args = [str(REDIS_SERVER), "--port", str(self.port), "--bind", "127.0.0.1",
                     "--dir", str(self.folder), "--logfile", str(self.log), "--save", "",
                     "--daemonize", "no"]  # fmt: skip
+            if self.cluster:
+                args += ["--cluster-enabled", "yes", "--cluster-node-timeout", "5000",
+                         "--cluster-config-file", str(self.folder / "nodes.conf")]  # fmt: skip
             if self.appendonly:
                 args += ["--appendonly", "yes", "--appendfsync", "always"]
             else:
@@ -93,3 +98,46 @@ class RedisServer:
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
+
+
+class RedisCluster:
+    """A Redis Cluster of ``size`` masters (no replicas) on 127.0.0.1, each node a
+    :class:`RedisServer` in a folder of its own under ``folder``, made with ``redis-cli --cluster
+    create`` (the slots shared evenly) and ready once every node says ``cluster_state:ok``."""
+
+    def __init__(self, folder: Path, size: int = 3) -> None:
+        self.nodes = [RedisServer(folder / f"node-{n}", cluster=True) for n in range(size)]
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.start()
+        addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
+        subprocess.run(
+            [str(REDIS_CLI), "--cluster", "create", *addresses, "--cluster-replicas", "0",
+             "--cluster-yes"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        for node in self.nodes:
+            client = node.client()
+            try:
+                while client.execute_command("CLUSTER INFO").get("cluster_state") != "ok":
+                    assert time.monotonic() < deadline, "the cluster did not become ready"
+                    time.sleep(0.05)  # the nodes are still meeting each other
+            finally:
+                client.close()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def keys_by_node(self, pattern: str = "*") -> list[int]:
+        """How many keys matching ``pattern`` each node holds."""
+        counts = []
+        for node in self.nodes:
+            client = node.client()
+            try:
+                counts.append(sum(1 for _ in client.scan_iter(match=pattern, count=1000)))
+            finally:
+                client.close()
+        return counts

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.redis_server import REDIS_SERVER, RedisServer, redis
+from tests.helpers.redis_server import REDIS_CLI, REDIS_SERVER, RedisCluster, RedisServer, redis
 
 
 def _unavailable(reason: str) -> None:
@@ -52,3 +52,19 @@ def redis_client(redis_server: RedisServer) -> Iterator[redis.Redis]:
     client = redis_server.client()
     yield client
     client.close()
+
+
+@pytest.fixture
+def redis_cluster(tmp_path: Path) -> Iterator[RedisCluster]:
+    """A real Redis Cluster of three masters on 127.0.0.1 (``redis-cli --cluster create``)."""
+    if redis is None:
+        _unavailable("redis-py is not installed (pip install -e '.[redis]')")
+    for program in (REDIS_SERVER, REDIS_CLI):
+        if not program.exists():
+            _unavailable(f"{program} is missing (apt-get install redis-server)")
+    cluster = RedisCluster(tmp_path / "cluster")
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

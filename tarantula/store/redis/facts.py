@@ -42,7 +42,9 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
 
     from tarantula.store.redis.documents import MERGED_INTO, RedisDocumentStore
 
-    client = connect(config.redis, retry_forever=False)  # first: an unreachable Redis is told
+    client = connect(
+        config.redis, retry_forever=False, crawl=crawl_id(config)
+    )  # first: an unreachable Redis is told
     try:
         try:
             folder_id = read_folder_id(root)
@@ -95,7 +97,7 @@ def _of_folder(config: CrawlConfig, root: Path, read: Callable[[Redis, str, str]
     Redis does not answer."""
     from redis import RedisError
 
-    client = connect(config.redis, retry_forever=False)
+    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
     try:
         try:
             folder_id = read_folder_id(root)
@@ -117,7 +119,7 @@ def url_requisite(config: CrawlConfig, url: str) -> Requisite | None:
 
     from tarantula.store.redis.requisites import RedisRequisites
 
-    client = connect(config.redis, retry_forever=False)
+    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
     try:
         return RedisRequisites(client, key_prefix(crawl_id(config)), "").requisite(url)
     except RedisError as exc:
@@ -151,7 +153,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
 
     from tarantula.store.redis.runs import RedisRunLog, Workers
 
-    client = connect(config.redis, retry_forever=False)
+    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
     prefix = key_prefix(crawl_id(config))
     try:
         runs = RedisRunLog(client, prefix, Workers(client, prefix, "", 1.0)).history()

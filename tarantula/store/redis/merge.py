@@ -318,7 +318,7 @@ def open_crawl(config: CrawlConfig) -> tuple[Redis, str]:
 
     crawl = crawl_id(config)
     prefix = key_prefix(crawl)
-    client = connect(config.redis, retry_forever=False)
+    client = connect(config.redis, retry_forever=False, crawl=crawl)
     try:
         if last_run(client, prefix) is None:
             raise MergeError(

@@ -67,9 +67,13 @@ def crawl_id(config: CrawlConfig) -> str:
     return f"{name}-{digest}"
 
 
-def connect(url: str, *, retry_forever: bool = True) -> Redis:
+def connect(url: str, *, retry_forever: bool = True, crawl: str | None = None) -> Redis:
     """A client of the Redis at ``url`` (bytes replies, as the frontier needs), checked with a
     PING; :class:`RedisUnreachable` names the URL when it does not answer.
+
+    When ``url`` names a node of a Redis Cluster, the client is one of the node that serves crawl
+    ``crawl``'s keys (:func:`serving_node`): every key of a crawl shares one hash slot, so its
+    scripts run on that node, whichever node the configuration names.
 
     After the check the client retries every failed call with a logged back-off, forever: a
     worker waits for Redis rather than losing work.
@@ -86,7 +90,7 @@ def connect(url: str, *, retry_forever: bool = True) -> Redis:
             )
             return wait
 
-    try:
+    def open_client(url: str) -> Redis:
         # One connection for the direct calls (pipelines take theirs from the pool): a worker
         # calls Redis from the reactor thread only, and a pool's checks cost a third of a call.
         client = redis.Redis.from_url(
@@ -94,6 +98,14 @@ def connect(url: str, *, retry_forever: bool = True) -> Redis:
             health_check_interval=30, single_connection_client=True,
         )  # fmt: skip
         client.ping()
+        return client
+
+    try:
+        client = open_client(url)
+        node = None if crawl is None else serving_node(client, crawl)
+        if node is not None:
+            client.close()
+            client = open_client(node_url(url, *node))
     except (redis.RedisError, OSError, ValueError) as exc:
         raise RedisUnreachable(f"cannot reach Redis at {url}: {exc}") from None
     if retry_forever:
@@ -105,6 +117,36 @@ def connect(url: str, *, retry_forever: bool = True) -> Redis:
             redis.TimeoutError,
         ]
     return client
+
+
+def node_url(url: str, host: str, port: int) -> str:
+    """``url`` with its host and port replaced (its credentials and options kept).
+
+    >>> node_url("redis://:secret@node-a:7000/0?socket_keepalive=1", "10.0.0.7", 7002)
+    'redis://:secret@10.0.0.7:7002/0?socket_keepalive=1'
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return urlunsplit(parts._replace(netloc=f"{credentials}@{address}" if credentials else address))
+
+
+def serving_node(client: Redis, crawl: str) -> tuple[str, int] | None:
+    """The address of the node serving crawl ``crawl``'s hash slot when ``client``'s server is a
+    node of a Redis Cluster; None for a server on its own. :class:`RedisUnreachable` when no node
+    serves the slot (a cluster that is not ready)."""
+    from redis.crc import key_slot
+
+    if not int(client.info("cluster").get("cluster_enabled", 0)):
+        return None
+    slot = key_slot(key_prefix(crawl).encode())
+    for start, end, master, *_ in client.execute_command("CLUSTER SLOTS"):
+        if start <= slot <= end:
+            host = master[0].decode() if master[0] else client.get_connection_kwargs()["host"]
+            return host, int(master[1])
+    raise RedisUnreachable(f"no node of the Redis Cluster serves slot {slot} (crawl {crawl})")
 
 
 _START = lua("wire_start")
@@ -180,7 +222,7 @@ def open_shared(
     """The shared state and politeness of ``config``'s crawl for one worker (SPEC 9)."""
     from tarantula.store.redis.state import RedisState
 
-    client = connect(config.redis)
+    client = connect(config.redis, crawl=crawl_id(config))
     state = RedisState(
         client, crawl_id(config), root, config.traversal_algorithm, worker=worker,
         lease_timeout=config.lease_timeout, delay=config.delay,
@@ -208,7 +250,7 @@ def shared_last_run(config: CrawlConfig) -> Run | None:
     """The latest run of ``config``'s shared crawl, from Redis."""
     from tarantula.store.redis.runs import last_run
 
-    client = connect(config.redis, retry_forever=False)
+    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
     try:
         return last_run(client, key_prefix(crawl_id(config)))
     finally:
