@@ -76,6 +76,25 @@ class Prefix(io.RawIOBase):
         return len(data)
 
 
+class Tee(io.RawIOBase):
+    """What is read from ``source``, also written to ``copy`` and added to ``digest``."""
+
+    def __init__(self, source: io.RawIOBase, copy: IO[bytes], digest: Any) -> None:
+        self.source = source
+        self.copy = copy
+        self.digest = digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self.source.readinto(buffer) or 0
+        data = memoryview(buffer)[:count]
+        self.copy.write(data)
+        self.digest.update(data)
+        return count
+
+
 def index_lines(name: str, stream: IO[bytes]) -> list[str]:
     """The CDXJ lines of the records of WARC file ``name`` read from ``stream``, unsorted."""
     from cdxj_indexer.main import CDXJIndexer
@@ -122,12 +141,18 @@ def pack_wacz(target: Path, warcs: Sequence[Path], pages: Iterable[Page], *, tit
         for path in warcs:
             whole = gzip_tail(path).whole
             arcname = f"archive/{path.name}"
-            with open(path, "rb") as source:
-                index += index_lines(path.name, io.BufferedReader(Prefix(source, whole)))
-                source.seek(0)
-                entry = zipfile.ZipInfo(arcname, _zip_time())
-                with package.open(entry, "w", force_zip64=whole > 2**31) as member:
-                    digest = _copy(Prefix(source, whole), member)
+            entry = zipfile.ZipInfo(arcname, _zip_time())
+            digest = hashlib.sha256()
+            with (
+                open(path, "rb") as source,
+                package.open(entry, "w", force_zip64=whole > 2**31) as member,
+            ):
+                # One read for the index and the copy: what the indexer reads goes on to the
+                # package, and what it leaves (nothing, unless it stops early) follows.
+                tee = Tee(Prefix(source, whole), member, digest)
+                index += index_lines(path.name, io.BufferedReader(tee, 1 << 20))
+                while tee.read(1 << 20):
+                    pass
             digests.append(_resource(arcname, digest, whole))
         index.sort()
         text = "".join(line + "\n" for line in index).encode("utf-8")
@@ -141,9 +166,9 @@ def pack_wacz(target: Path, warcs: Sequence[Path], pages: Iterable[Page], *, tit
             "modified": now, "wacz_version": WACZ_VERSION, "software": software,
         }, indent=2).encode("utf-8")  # fmt: skip
         package.writestr(_deflated("datapackage.json"), datapackage)
-        digest = {"path": "datapackage.json",
+        signed = {"path": "datapackage.json",
                   "hash": "sha256:" + hashlib.sha256(datapackage).hexdigest()}  # fmt: skip
-        package.writestr(_deflated("datapackage-digest.json"), json.dumps(digest, indent=2))
+        package.writestr(_deflated("datapackage-digest.json"), json.dumps(signed, indent=2))
     os.replace(partial, target)
     return len(index)
 
@@ -168,16 +193,6 @@ def write_wacz(config: CrawlConfig, root: Path,
     pack_wacz(target, warc_files(root / WARC_FOLDER), pages,
               title=config.path.stem, software=f"Tarantula {__version__}")  # fmt: skip
     return target
-
-
-def _copy(source: io.RawIOBase, member: IO[bytes]) -> Any:
-    """Copy ``source`` to ``member``; the SHA-256 of what went."""
-    digest = hashlib.sha256()
-    reader = io.BufferedReader(source, 1 << 20)
-    while chunk := reader.read(1 << 20):
-        digest.update(chunk)
-        member.write(chunk)
-    return digest
 
 
 def _resource(path: str, digest: Any, size: int) -> dict[str, Any]:
