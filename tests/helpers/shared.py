@@ -22,16 +22,26 @@ def start_worker(conf: Path, name: str, *settings: str) -> subprocess.Popen[str]
     ``settings`` (``NAME=VALUE``) besides."""
     log = conf.parent / f"{name}.log"
     extra = [arg for setting in settings for arg in ("-s", setting)]
-    return start_scrapy("crawl", "tarantula", "-a", f"conf={conf}", "-a", f"worker={name}",
-                        "-s", f"LOG_FILE={log}", *extra)  # fmt: skip
+    worker = start_scrapy("crawl", "tarantula", "-a", f"conf={conf}", "-a", f"worker={name}",
+                          "-s", f"LOG_FILE={log}", *extra)  # fmt: skip
+    LOGS[worker.pid] = log
+    return worker
+
+
+#: Worker process id -> its log file (see finish).
+LOGS: dict[int, Path] = {}
 
 
 def finish(*workers: subprocess.Popen[str], timeout: float = 240) -> list[str]:
-    """Wait for every worker; each must exit 0. Returns their outputs."""
+    """Wait for every worker; each must exit 0, and have done with every lease it took
+    (:mod:`tarantula.leases`: a finished worker logs any it left out). Returns their outputs."""
     outputs = []
     for worker in workers:
         out, _ = worker.communicate(timeout=timeout)
         assert worker.returncode == 0, out
+        log = LOGS.pop(worker.pid, None)
+        if log is not None and log.exists():
+            assert "leased URLs were never done with" not in log.read_text(encoding="utf-8")
         outputs.append(out)
     return outputs
 
