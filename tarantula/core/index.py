@@ -144,6 +144,37 @@ def split(record: str) -> tuple[str, bytes | None]:
     return record[:cut], zlib.compress(record[cut:].encode("utf-8"), LINKS_LEVEL)
 
 
+def shortened(url: str, line: str) -> str:
+    r"""A record line as the stores keep it: its URL fields (the second and third)
+    empty where they are ``url``, the document's own (which they are but for a redirect's original);
+    some 90 bytes a document less. No record line has an empty URL field.
+
+    >>> shortened("http://a/", "m\thttp://a/\thttp://a/\tT\n")
+    'm\t\t\tT\n'
+    >>> shortened("http://a/", "m\thttp://a/\thttp://b/\tT\n")
+    'm\t\thttp://b/\tT\n'
+    """
+    fields = line.split("\t", 3)
+    if len(fields) < 4:
+        return line
+    return "\t".join((fields[0], "" if fields[1] == url else fields[1],
+                      "" if fields[2] == url else fields[2], fields[3]))  # fmt: skip
+
+
+def restored(url: str, line: str) -> str:
+    r"""The record line :func:`shortened` kept, whole (a line kept whole comes back as it is).
+
+    >>> restored("http://a/", "m\t\thttp://b/\tT\n")
+    'm\thttp://a/\thttp://b/\tT\n'
+    >>> restored("http://a/", "m\thttp://a/\thttp://a/\tT\n")
+    'm\thttp://a/\thttp://a/\tT\n'
+    """
+    fields = line.split("\t", 3)
+    if len(fields) < 4 or (fields[1] and fields[2]):
+        return line
+    return "\t".join((fields[0], fields[1] or url, fields[2] or url, fields[3]))
+
+
 def joined(line: str, links: bytes | None) -> str:
     """The record :func:`split` kept as ``line`` and ``links`` (a store written before links were
     kept apart has the whole record in ``line``)."""

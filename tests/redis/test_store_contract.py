@@ -208,6 +208,28 @@ def test_records_and_duplicates_reach_their_files_once_committed(backend: Backen
     assert list(store.documents.records()) == [record("http://a.test/1")]
 
 
+def test_a_record_comes_back_whole(backend: Backend, tmp_path):
+    """A store keeps a record's line without the URL fields that are the document's own URL and
+    its link lines compressed: what comes back is the record as stored, a redirect's original URL
+    and the links included."""
+    moved, plain = "http://a.test/new", "http://a.test/plain"
+    records = {
+        moved: format_record(IndexRecord(url_md5(moved), moved, "http://a.test/old", "T", "utf-8",
+                                         "html", None, None, (("http://a.test/x", "X"),))),
+        plain: record(plain),
+    }  # fmt: skip
+    store = backend.open(worker="w")
+    store.begin()
+    for url, text in records.items():
+        store.stored(StoredDocument(url, f"a.test/{url[-3:]}.html", f"md5 {url}", None, None, text))
+    store.commit()
+    for url, text in records.items():
+        found = store.documents.document(url)
+        assert found is not None and found.record == text
+    assert list(store.documents.records()) == list(records.values())
+    assert (tmp_path / "repo" / INDEX_NAME).read_text() == "".join(records.values())
+
+
 # -- runs, recrawls and facts -------------------------------------------------------------------
 
 

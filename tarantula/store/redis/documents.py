@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from tarantula.core.documents import StoredDocument
-from tarantula.core.index import joined, split
+from tarantula.core.index import joined, restored, shortened, split
 from tarantula.store.outputs import CommitHooks, OutputFiles
 from tarantula.store.redis.codec import url_id
 from tarantula.store.redis.lua import lua
@@ -53,16 +53,18 @@ AHEAD_FOR = 1.0
 
 def _stored(url: str, data: dict[str, Any]) -> StoredDocument:
     return StoredDocument(
-        url, data["path"], data["md5"], data.get("last_modified"), data.get("etag"), _record(data)
-    )
+        url, data["path"], data["md5"], data.get("last_modified"), data.get("etag"),
+        _record(url, data),
+    )  # fmt: skip
 
 
-def _record(data: dict[str, Any]) -> str:
-    """The index record a document's JSON holds: its record line, and its link lines compressed
+def _record(url: str, data: dict[str, Any]) -> str:
+    """The index record of ``url`` its document's JSON holds: its record line, without the URL
+    fields that are ``url`` (:func:`tarantula.core.index.shortened`), and its link lines compressed
     (:func:`tarantula.core.index.split`, base64 in JSON; a record written before they were kept
     apart is whole in ``record``)."""
     links = data.get("links")
-    return joined(data["record"], base64.b64decode(links) if links else None)
+    return joined(restored(url, data["record"]), base64.b64decode(links) if links else None)
 
 
 class RedisDocumentStore(OutputFiles):
@@ -203,7 +205,7 @@ class RedisDocumentStore(OutputFiles):
         line, links = split(doc.record)
         fields = {  # the URL is the hash's field
             "path": doc.path, "md5": doc.md5, "last_modified": doc.last_modified,
-            "etag": doc.etag, "record": line,
+            "etag": doc.etag, "record": shortened(doc.url, line),
         }  # fmt: skip
         if links is not None:
             fields["links"] = base64.b64encode(links).decode("ascii")
@@ -233,7 +235,7 @@ class RedisDocumentStore(OutputFiles):
             )
             for url, raw in page.items():
                 data = _decode(raw)
-                original = data["record"].split("\t", 3)[2]
+                original = data["record"].split("\t", 3)[2] or url.decode()
                 key = bytes.fromhex(data["member"]) if data.get("member") else None
                 yield url.decode(), original, int(data.get("depth", 0)), key
             if cursor == 0:
@@ -278,8 +280,8 @@ class RedisDocumentStore(OutputFiles):
 
     def records(self, chunk: int = 1000) -> Iterator[str]:
         """The index records of this folder's documents, in the order they were first stored."""
-        for _, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
-            yield _record(data)
+        for url, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
+            yield _record(url, data)
 
     def duplicates(self, chunk: int = 1000, *, every: bool = False) -> Iterator[tuple[str, str]]:
         """This folder's duplicates of this generation (``every``: of any), (URL, original), in

@@ -3,47 +3,16 @@ per stored document in the crawl's database, in the transaction that also marks 
 the frontier; the content claims that find exact duplicates (SPEC 6) and the page claims that hold
 the crawl to max-page-number are kept in memory, as one process makes them all. A record's link
 lines are kept compressed (:func:`tarantula.core.index.split`), and the record line without its URL
-and original URL where they are the row's URL (:func:`shortened`, :func:`restored`)."""
+and original URL where they are the row's URL (:func:`tarantula.core.index.shortened`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from tarantula.core.documents import StoredDocument
-from tarantula.core.index import joined, split
+from tarantula.core.index import joined, restored, shortened, split
 from tarantula.store.outputs import OutputFiles
 from tarantula.store.sqlite.database import StateDB
-
-
-def shortened(url: str, line: str) -> str:
-    r"""A record line as the ``documents`` table keeps it: its URL fields (the second and third)
-    empty where they are ``url``, the row's own (which they are but for a redirect's original);
-    some 90 bytes a document less. No record line has an empty URL field.
-
-    >>> shortened("http://a/", "m\thttp://a/\thttp://a/\tT\n")
-    'm\t\t\tT\n'
-    >>> shortened("http://a/", "m\thttp://a/\thttp://b/\tT\n")
-    'm\t\thttp://b/\tT\n'
-    """
-    fields = line.split("\t", 3)
-    if len(fields) < 4:
-        return line
-    return "\t".join((fields[0], "" if fields[1] == url else fields[1],
-                      "" if fields[2] == url else fields[2], fields[3]))  # fmt: skip
-
-
-def restored(url: str, line: str) -> str:
-    r"""The record line :func:`shortened` kept, whole (a line kept whole comes back as it is).
-
-    >>> restored("http://a/", "m\t\thttp://b/\tT\n")
-    'm\thttp://a/\thttp://b/\tT\n'
-    >>> restored("http://a/", "m\thttp://a/\thttp://a/\tT\n")
-    'm\thttp://a/\thttp://a/\tT\n'
-    """
-    fields = line.split("\t", 3)
-    if len(fields) < 4 or (fields[1] and fields[2]):
-        return line
-    return "\t".join((fields[0], fields[1] or url, fields[2] or url, fields[3]))
 
 
 class SqliteDocuments(OutputFiles):
