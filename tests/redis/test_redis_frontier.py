@@ -27,6 +27,7 @@ from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.politeness import Politeness
 from tarantula.store.redis.codec import Lease, order_member, url_id
 from tarantula.store.redis.frontier import RedisFrontier
+from tarantula.store.redis.runs import Workers
 from tarantula.store.sqlite import SqliteStore
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
@@ -222,6 +223,26 @@ def test_host_concurrency_holds_across_two_workers(redis_client):
     assert one.lease() is None
 
 
+def test_a_worker_gets_its_share_of_the_free_slots_of_the_due_hosts(redis_client):
+    """Fair shares (SPEC 9) count a due host's free slots, not one a host: two hosts of
+    concurrency 4 are 8 slots, 4 for each of two live workers (one a host would give 2)."""
+    one = make(redis_client, concurrency=4, worker="one")
+    two = make(redis_client, concurrency=4, worker="two")
+    for name in ("one", "two"):
+        Workers(redis_client, one.prefix, name).beat()
+    for host in ("a.test", "b.test"):
+        one.push_many([(url(host, str(i)), url(host, str(i)), 0, None, None) for i in range(6)])
+
+    first = [one.lease_timed() for _ in range(5)]
+    second = [two.lease_timed() for _ in range(5)]
+
+    assert [lease.status for lease in first] == ["leased"] * 4 + ["share"]
+    assert [lease.status for lease in second] == ["leased"] * 4 + ["share"]
+    assert redis_client.hgetall(one.prefix + "inflight") == {b"a.test": b"4", b"b.test": b"4"}
+    assert int(redis_client.hget(one.prefix + "held", "one")) == 4
+    assert int(redis_client.hget(one.prefix + "held", "two")) == 4
+
+
 def test_host_concurrency_holds_with_threads_in_two_workers(redis_client):
     """Eight threads in each of two workers lease and acknowledge as fast as they can: no host ever
     has more URLs between lease and ack than its concurrency."""
@@ -355,6 +376,7 @@ KILLED_WORKER = """
 import sys
 import redis
 from tarantula.store.redis.frontier import RedisFrontier
+from tarantula.store.redis.runs import Workers
 
 frontier = RedisFrontier(redis.Redis(port=int(sys.argv[1])), "c", "bfs", 1.0, delay=0.0,
                          concurrency=1, worker="doomed")

@@ -157,8 +157,11 @@ local function reap(now, limit)
 end
 
 -- Whether `worker` holds its fair share of the slots in play (SPEC 9): the leases out (in flight
--- and taken ahead) and one slot for each host due now, shared among the live workers. A worker
--- holding none is never over it, so a second worker takes part as soon as two hosts have work.
+-- and taken ahead) and the free slots of the hosts due now, shared among the live workers. A
+-- worker holding none is never over it, so a second worker takes part as soon as two hosts have
+-- work. A due host has at least one free slot: counting one a host is enough to clear most
+-- leases; the free slots of the first 128 due hosts are counted only when it is not (a host of
+-- `concurrency` 1 has only that one).
 local function over_share(worker, now)
   local mine = tonumber(redis.call('HGET', K.held, worker) or '0')
   if mine == 0 then return false end
@@ -167,6 +170,14 @@ local function over_share(worker, now)
     if tonumber(all[i]) > now then live = live + 1 end
   end
   if live < 2 then return false end
-  local slots = tonumber(redis.call('HGET', K.n, 'leased') or '0') + redis.call('ZCARD', K.heads)
-  return mine >= math.ceil(slots / live)
+  local leased = tonumber(redis.call('HGET', K.n, 'leased') or '0')
+  local due = redis.call('ZCARD', K.heads)
+  if mine < math.ceil((leased + due) / live) then return false end
+  if CONC == 1 or due == 0 then return true end
+  local heads, hosts = redis.call('ZRANGE', K.heads, 0, 127), {}
+  for i, m in ipairs(heads) do hosts[i] = string.sub(m, member_len(m) + 1) end
+  local busy = redis.call('HMGET', K.inflight, unpack(hosts))
+  local free = due - #heads
+  for i = 1, #heads do free = free + math.max(1, CONC - tonumber(busy[i] or '0')) end
+  return mine >= math.ceil((leased + free) / live)
 end
