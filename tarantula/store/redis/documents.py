@@ -235,7 +235,7 @@ class RedisDocumentStore(OutputFiles):
             )
             for url, raw in page.items():
                 data = _decode(raw)
-                original = data["record"].split("\t", 3)[2] or url.decode()
+                original = restored(url.decode(), data["record"]).split("\t", 3)[2]
                 key = bytes.fromhex(data["member"]) if data.get("member") else None
                 yield url.decode(), original, int(data.get("depth", 0)), key
             if cursor == 0:

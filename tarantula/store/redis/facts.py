@@ -22,7 +22,7 @@ from tarantula.core.index import UNKNOWN, parse_index
 from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.report import RunRow, StateFigures
 from tarantula.core.requisites import Requisite
-from tarantula.store.redis.shared import RedisUnreachable, connect, crawl_id, key_prefix
+from tarantula.store.redis.shared import RedisUnreachable, read_crawl
 
 T = TypeVar("T")
 
@@ -42,9 +42,7 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
 
     from tarantula.store.redis.documents import MERGED_INTO, RedisDocumentStore
 
-    client = connect(
-        config.redis, retry_forever=False, crawl=crawl_id(config)
-    )  # first: an unreachable Redis is told
+    client, prefix = read_crawl(config)  # first: an unreachable Redis is told
     try:
         try:
             folder_id = read_folder_id(root)
@@ -53,7 +51,6 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
         if folder_id is None:
             path = root / STATE_FOLDER / FOLDER_ID_NAME
             return f"{root}: not a repository folder of the shared crawl ({path} is missing)"
-        prefix = key_prefix(crawl_id(config))
         found = list(RedisDocumentStore(client, prefix, folder_id).documents())
         into = cast("bytes | None", client.hget(prefix + MERGED_INTO, folder_id))
         if into is not None:  # merged since: its records are the merged folder's now
@@ -97,7 +94,7 @@ def _of_folder(config: CrawlConfig, root: Path, read: Callable[[Redis, str, str]
     Redis does not answer."""
     from redis import RedisError
 
-    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
+    client, prefix = read_crawl(config)
     try:
         try:
             folder_id = read_folder_id(root)
@@ -105,7 +102,7 @@ def _of_folder(config: CrawlConfig, root: Path, read: Callable[[Redis, str, str]
             return None
         if folder_id is None:
             return None
-        return read(client, key_prefix(crawl_id(config)), folder_id)
+        return read(client, prefix, folder_id)
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
@@ -119,9 +116,9 @@ def url_requisite(config: CrawlConfig, url: str) -> Requisite | None:
 
     from tarantula.store.redis.requisites import RedisRequisites
 
-    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
+    client, prefix = read_crawl(config)
     try:
-        return RedisRequisites(client, key_prefix(crawl_id(config)), "").requisite(url)
+        return RedisRequisites(client, prefix, "").requisite(url)
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
@@ -153,8 +150,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
 
     from tarantula.store.redis.runs import RedisRunLog, Workers
 
-    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
-    prefix = key_prefix(crawl_id(config))
+    client, prefix = read_crawl(config)
     try:
         runs = RedisRunLog(client, prefix, Workers(client, prefix, "", 1.0)).history()
         generation = runs[-1].generation if runs else 0

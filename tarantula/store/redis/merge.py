@@ -52,7 +52,7 @@ from tarantula.core.mirror import _TEMPORARY_PREFIX
 from tarantula.core.repository import Repository
 from tarantula.store.contract import Merged, StoreUnavailable
 from tarantula.store.files import sync_filesystem
-from tarantula.store.redis.shared import connect, crawl_id, key_prefix
+from tarantula.store.redis.shared import crawl_id, read_crawl
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -316,13 +316,11 @@ def open_crawl(config: CrawlConfig) -> tuple[Redis, str]:
     there is no crawl of it there or workers are at work on it."""
     from tarantula.store.redis.runs import Workers, last_run
 
-    crawl = crawl_id(config)
-    prefix = key_prefix(crawl)
-    client = connect(config.redis, retry_forever=False, crawl=crawl)
+    client, prefix = read_crawl(config)
     try:
         if last_run(client, prefix) is None:
             raise MergeError(
-                f"Redis at {config.redis} holds no crawl {crawl} (the id of a crawl is its "
+                f"Redis at {config.redis} holds no crawl {crawl_id(config)} (the id of a crawl is its "
                 f"configuration file's name and a digest of its starting points)"
             )
         live = Workers(client, prefix, "").live()

@@ -119,6 +119,13 @@ def connect(url: str, *, retry_forever: bool = True, crawl: str | None = None) -
     return client
 
 
+def read_crawl(config: CrawlConfig) -> tuple[Redis, str]:
+    """A client of the Redis node serving ``config``'s crawl, for a command that reads it (no
+    retry: :class:`RedisUnreachable` at once), and the prefix of the crawl's keys."""
+    crawl = crawl_id(config)
+    return connect(config.redis, retry_forever=False, crawl=crawl), key_prefix(crawl)
+
+
 def node_url(url: str, host: str, port: int) -> str:
     """``url`` with its host and port replaced (its credentials and options kept).
 
@@ -250,9 +257,9 @@ def shared_last_run(config: CrawlConfig) -> Run | None:
     """The latest run of ``config``'s shared crawl, from Redis."""
     from tarantula.store.redis.runs import last_run
 
-    client = connect(config.redis, retry_forever=False, crawl=crawl_id(config))
+    client, prefix = read_crawl(config)
     try:
-        return last_run(client, key_prefix(crawl_id(config)))
+        return last_run(client, prefix)
     finally:
         client.close()
 
