@@ -10,6 +10,7 @@ shared crawl: one module every part reads them from, importing no optional packa
       .tarantula/state.db   the crawl state
       .tarantula/stats.json the last run's stats (Scrapy's, as JSON)
       .tarantula/folder-id  the folder's id in a crawl shared through Redis
+      .tarantula/records/   its workers' index records in a crawl shared through Redis
       <host>[:<port>]/...   the mirror (:mod:`tarantula.core.mirror`)
 """
 

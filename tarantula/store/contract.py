@@ -89,7 +89,10 @@ class DocumentStore(Protocol):
     generation: int
 
     def document(self, url: str) -> StoredDocument | None:
-        """The stored document of ``url``, None when there is none."""
+        """The stored document of ``url``, None when there is none: what a crawl asks of one URL
+        (its path, MD5, validators, and in its record line the original URL, encoding, type and
+        dates). Its title and link lines may be left out (a shared store keeps them in the
+        folders' records only): :meth:`records` gives the whole records."""
 
     def count(self) -> int:
         """How many documents are stored."""

@@ -19,7 +19,7 @@ from tarantula.core.index import parse_index
 from tarantula.core.layout import OWN_NAMES, folder_id_of
 from tarantula.demo.server import RequestRecord, Resource
 from tarantula.store import Merged
-from tarantula.store.redis.documents import RedisDocumentStore
+from tarantula.store.redis.documents import RedisDocumentStore, register_writer
 from tarantula.store.redis.merge import MergeError, folder_ids, merge, open_crawl
 from tarantula.store.redis.runs import RedisRunLog, Workers
 from tarantula.store.redis.shared import crawl_id, key_prefix
@@ -58,8 +58,11 @@ def ended_run(client, config: CrawlConfig) -> None:
 
 
 def store_in(client, config: CrawlConfig, root: Path, names: list[str]) -> list[StoredDocument]:
-    """Documents stored by a worker of folder ``root``: copies written there, records in Redis."""
-    documents = RedisDocumentStore(client, prefix_of(config), folder_id_of(root))
+    """Documents stored by a worker of folder ``root``: copies written there, records in its
+    record file there, their essentials in Redis."""
+    prefix, folder = prefix_of(config), folder_id_of(root)
+    records = register_writer(client, prefix, root, "w", folder)
+    documents = RedisDocumentStore(client, prefix, folder, records=records)
     documents.generation = 1
     stored = []
     for name in names:
@@ -100,7 +103,7 @@ def test_a_folder_merges_into_another_and_a_missing_copy_stays_behind(
     ended_run(redis_client, config)
     a, b = config.repository, tmp_path / "b"
     docs = []
-    for i in range(6):  # interleaved: the merged index follows store order
+    for i in range(6):  # interleaved
         docs += store_in(redis_client, config, a if i % 2 == 0 else b, [str(i)])
     finder = RedisDocumentStore(redis_client, prefix_of(config), folder_id_of(b))
     finder.generation = 1
@@ -112,14 +115,15 @@ def test_a_folder_merges_into_another_and_a_missing_copy_stays_behind(
 
     assert problems == [f"{b / docs[3].path}: missing (stored for {docs[3].url}); not merged"]
     index = (a / "index.txt").read_text(encoding="utf-8")
-    assert index == "".join(d.record for d in docs if d is not docs[3])
+    # The repository's records, then the merged ones (one line each here).
+    assert sorted(index.splitlines(keepends=True)) == [d.record for d in docs if d is not docs[3]]
     assert (a / "duplicates.tsv").read_text(encoding="utf-8") == f"{SEED}copy\t{docs[1].url}\n"
     assert (merged.folders, merged.documents, merged.moved) == (2, 5, 2)
     assert (merged.linked, merged.copied, merged.failed) == (2, 0, 1)
     assert os.path.samefile(a / docs[1].path, b / docs[1].path)  # a hard link
     assert mirror_files(b) == b_files, "the folder merged from is never changed"
     assert list(verify(config)) == []
-    left = RedisDocumentStore(redis_client, prefix_of(config), folder_id_of(b))
+    left = RedisDocumentStore(redis_client, prefix_of(config), folder_id_of(b), root=b)
     assert [d.url for d in left.documents()] == [docs[3].url]
 
     # Merging again changes nothing; once the copy is back, the last record comes too.
@@ -129,7 +133,8 @@ def test_a_folder_merges_into_another_and_a_missing_copy_stays_behind(
     (b / docs[3].path).write_bytes(b"<title>3</title>")
     problems, last = merged_into(redis_client, config, a, b)
     assert (problems, last.moved, last.documents) == ([], 1, 6)
-    assert (a / "index.txt").read_text(encoding="utf-8") == "".join(d.record for d in docs)
+    index = (a / "index.txt").read_text(encoding="utf-8")
+    assert sorted(index.splitlines(keepends=True)) == [d.record for d in docs]
 
 
 def test_across_file_systems_files_are_copied_and_stale_ones_replaced(

@@ -10,6 +10,7 @@ given a short ttl and the test polls, with a deadline, until the server's clock 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -19,10 +20,12 @@ from typing import Any
 import pytest
 
 from tarantula.core.documents import StoredDocument
+from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.layout import folder_id_of, read_folder_id
+from tarantula.core.urls import url_md5
 from tarantula.store.redis import documents as redis_documents
 from tarantula.store.redis.codec import url_id
-from tarantula.store.redis.documents import RedisDocumentStore
+from tarantula.store.redis.documents import RedisDocumentStore, register_writer
 from tarantula.store.redis.runs import RedisRunLog, Workers, last_run
 from tarantula.store.redis.state import RedisState
 
@@ -30,6 +33,11 @@ pytestmark = pytest.mark.redis
 
 PREFIX = "tarantula:{t}:"
 SHORT_TTL = 0.3  # seconds: a worker that stops beating is dead this soon
+
+
+def content_md5(label: str) -> str:
+    """A content MD5 named by ``label`` (the stores keep MD5s as hex)."""
+    return hashlib.md5(label.encode()).hexdigest()
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
@@ -48,18 +56,24 @@ def run_log(client: Any, worker: str, ttl: float = 30.0) -> RedisRunLog:
     return RedisRunLog(client, PREFIX, Workers(client, PREFIX, worker, ttl))
 
 
-def store(client: Any, worker: str, folder: str = "f", ttl: float = 30.0) -> RedisDocumentStore:
-    """A live worker's document store, in generation 1."""
+def store(client: Any, worker: str, folder: str = "f", ttl: float = 30.0,
+          root: Path | None = None) -> RedisDocumentStore:  # fmt: skip
+    """A live worker's document store, in generation 1; with ``root``, it keeps its records in a
+    record file there."""
     Workers(client, PREFIX, worker, ttl).beat()
-    documents = RedisDocumentStore(client, PREFIX, folder, worker=worker)
+    records = None if root is None else register_writer(client, PREFIX, root, worker, folder)
+    documents = RedisDocumentStore(client, PREFIX, folder, worker=worker, records=records)
     documents.generation = 1
     return documents
 
 
 def doc(url: str, md5: str = "", path: str = "") -> StoredDocument:
+    """A stored document whose record has no title and no links: what Redis keeps of it is all of
+    it (:meth:`RedisDocumentStore.document` gives it back equal)."""
     name = url.rsplit("/", 1)[-1]
+    record = format_record(IndexRecord(url_md5(url), url, url, None, None, None, None, None))
     return StoredDocument(
-        url, path or f"h.test/{name}.html", md5 or f"md5-{name}", None, None, f"{url} record\n"
+        url, path or f"h.test/{name}.html", md5 or content_md5(f"md5-{name}"), None, None, record
     )
 
 
@@ -187,7 +201,7 @@ def test_workers_beginning_together_start_one_run(redis_client):
 
 def test_a_stored_document_its_path_and_its_generation(redis_client):
     a, b = store(redis_client, "a"), store(redis_client, "b")
-    first = doc("http://h.test/é", md5="m1")
+    first = doc("http://h.test/é", md5=content_md5("m1"))
     a.store(first)
     assert b.document(first.url) == first and b.count() == 1
     assert b.path_owner(first.path) == first.url and b.path_owner("h.test/x.html") is None
@@ -195,11 +209,11 @@ def test_a_stored_document_its_path_and_its_generation(redis_client):
     assert b.placed("http://h.test/x", first.path) == (None, first.url)
     b.generation = 2
     b.keep(first.url)
-    moved = dataclasses.replace(first, path="h.test/moved.html", md5="m2")
+    moved = dataclasses.replace(first, path="h.test/moved.html", md5=content_md5("m2"))
     b.store(moved)
     assert a.document(first.url) == moved and a.count() == 1
     assert a.path_owner(first.path) is None and a.path_owner(moved.path) == first.url
-    assert a.claim_content("m1", "http://h.test/other") is None  # m1 is no one's now
+    assert a.claim_content(content_md5("m1"), "http://h.test/other") is None  # m1 is no one's now
     assert a.remove(first.url) == moved
     assert (a.remove(first.url), a.document(first.url), a.count()) == (None, None, 0)
     assert a.path_owner(moved.path) is None
@@ -208,45 +222,48 @@ def test_a_stored_document_its_path_and_its_generation(redis_client):
 def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, monkeypatch):
     a, b = store(redis_client, "a"), store(redis_client, "b")
     a.ahead_for = 600.0  # seconds an answer serves: longer than this test, however slow
-    held = doc("http://h.test/held", md5="m0")
+    held = doc("http://h.test/held", md5=content_md5("m0"))
     a.store(held)
     asked: list[int] = []  # the mirror's own round trips, counted around the real ones
     real_send = redis_documents.send
     monkeypatch.setattr(redis_documents, "send", lambda *args: asked.append(1) or real_send(*args))
     # Asked with the claim: the URL's record and the path's owner come back in its round trip.
-    assert a.claim_content("m1", "http://h.test/x", path="h.test/x.html") is None
-    assert a.claim_content("m2", "http://h.test/y", path=held.path) is None
+    assert a.claim_content(content_md5("m1"), "http://h.test/x", path="h.test/x.html") is None
+    assert a.claim_content(content_md5("m2"), "http://h.test/y", path=held.path) is None
     assert a.placed("http://h.test/y", held.path) == (None, held.url)
     assert a.placed("http://h.test/x", "h.test/x.html") == (None, None)
     assert len(asked) == 0
     # An answer is for one URL and path, and used once.
-    assert a.claim_content("m3", "http://h.test/z", path="h.test/z.html") is None
+    assert a.claim_content(content_md5("m3"), "http://h.test/z", path="h.test/z.html") is None
     assert a.placed("http://h.test/z", "h.test/other.html") == (None, None)
     assert a.placed("http://h.test/x", "h.test/x.html") == (None, None)
     assert len(asked) == 2
     # This worker records a document at the path meanwhile: the answer is stale and asked again.
-    assert a.claim_content("m4", "http://h.test/v", path="h.test/v.html") is None
-    assert a.claim_content("m5", "http://h.test/w", path="h.test/w.html") is None
-    a.store(doc("http://h.test/u", md5="m6", path="h.test/v.html"))
+    assert a.claim_content(content_md5("m4"), "http://h.test/v", path="h.test/v.html") is None
+    assert a.claim_content(content_md5("m5"), "http://h.test/w", path="h.test/w.html") is None
+    a.store(doc("http://h.test/u", md5=content_md5("m6"), path="h.test/v.html"))
     assert a.placed("http://h.test/v", "h.test/v.html") == (None, "http://h.test/u")
     assert len(asked) == 3
     # Or the URL's own document, at another path (a lease that expired came back to it).
-    assert a.claim_content("m9", "http://h.test/q", path="h.test/q.html") is None
-    again = doc("http://h.test/q", md5="m9", path="h.test/q-2.html")
+    assert a.claim_content(content_md5("m9"), "http://h.test/q", path="h.test/q.html") is None
+    again = doc("http://h.test/q", md5=content_md5("m9"), path="h.test/q-2.html")
     a.store(again)
     assert a.placed("http://h.test/q", "h.test/q.html") == (again, None)
     assert len(asked) == 4
     # A document removed at the path, likewise; answers about other paths stay good.
-    assert a.claim_content("m7", "http://h.test/t", path=held.path) is None
+    assert a.claim_content(content_md5("m7"), "http://h.test/t", path=held.path) is None
     assert a.remove(held.url) == held
     assert a.placed("http://h.test/t", held.path) == (None, None)
     assert a.placed("http://h.test/w", "h.test/w.html") == (None, None)
     assert len(asked) == 5
     # A duplicate keeps no answer, and an answer older than ahead_for is not used.
-    b.store(doc("http://h.test/s", md5="m8"))
-    assert a.claim_content("m8", "http://h.test/r", path="h.test/r.html") == "http://h.test/s"
+    b.store(doc("http://h.test/s", md5=content_md5("m8")))
+    assert (
+        a.claim_content(content_md5("m8"), "http://h.test/r", path="h.test/r.html")
+        == "http://h.test/s"
+    )
     a.ahead_for = 0.0
-    assert a.claim_content("n1", "http://h.test/n1", path="h.test/n1.html") is None
+    assert a.claim_content(content_md5("n1"), "http://h.test/n1", path="h.test/n1.html") is None
     del asked[:]
     assert a.placed("http://h.test/r", "h.test/r.html") == (None, None)
     assert a.placed("http://h.test/n1", "h.test/n1.html") == (None, None)
@@ -255,7 +272,7 @@ def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, mon
 
 def test_content_claims_are_global_and_atomic(redis_client):
     a, b = store(redis_client, "a"), store(redis_client, "b")
-    md5s = [f"md5-{i}" for i in range(300)]
+    md5s = [content_md5(f"md5-{i}") for i in range(300)]
 
     def claims(documents: RedisDocumentStore) -> list[str | None]:
         return [documents.claim_content(m, f"http://{documents.worker}.test/{m}") for m in md5s]
@@ -269,18 +286,20 @@ def test_content_claims_are_global_and_atomic(redis_client):
 
 def test_a_content_claim_ends_when_stored_released_or_its_worker_dies(redis_client):
     a, b = store(redis_client, "a", ttl=SHORT_TTL), store(redis_client, "b")
-    assert a.claim_content("m", "http://h.test/a") is None
-    assert a.claim_content("m", "http://h.test/a") is None  # its own claim
-    assert b.claim_content("m", "http://h.test/b") == "http://h.test/a"
-    a.release("m", "http://h.test/other")  # not the claim's URL: nothing happens
-    assert b.claim_content("m", "http://h.test/b", claim=False) == "http://h.test/a"
-    a.release("m", "http://h.test/a")
-    assert b.claim_content("m", "http://h.test/b", claim=False) is None
-    assert a.claim_content("m", "http://h.test/a") is None
+    assert a.claim_content(content_md5("m"), "http://h.test/a") is None
+    assert a.claim_content(content_md5("m"), "http://h.test/a") is None  # its own claim
+    assert b.claim_content(content_md5("m"), "http://h.test/b") == "http://h.test/a"
+    a.release(content_md5("m"), "http://h.test/other")  # not the claim's URL: nothing happens
+    assert b.claim_content(content_md5("m"), "http://h.test/b", claim=False) == "http://h.test/a"
+    a.release(content_md5("m"), "http://h.test/a")
+    assert b.claim_content(content_md5("m"), "http://h.test/b", claim=False) is None
+    assert a.claim_content(content_md5("m"), "http://h.test/a") is None
     wait_dead(Workers(redis_client, PREFIX, "b"), "a")
-    assert b.claim_content("m", "http://h.test/b") is None  # a died before storing it
-    b.store(doc("http://h.test/b", md5="m"))
-    assert a.claim_content("m", "http://h.test/c") == "http://h.test/b"  # stored: for good
+    assert b.claim_content(content_md5("m"), "http://h.test/b") is None  # a died before storing it
+    b.store(doc("http://h.test/b", md5=content_md5("m")))
+    assert (
+        a.claim_content(content_md5("m"), "http://h.test/c") == "http://h.test/b"
+    )  # stored: for good
 
 
 def test_page_claims_hold_max_page_number_exactly_across_workers(redis_client):
@@ -323,7 +342,7 @@ def test_page_claims_of_a_dead_worker_are_freed(redis_client):
 
 def test_a_document_stored_again_gets_one_index_line(redis_client, tmp_path):
     folder = folder_id_of(tmp_path)
-    a, b = store(redis_client, "a", folder), store(redis_client, "b", folder)
+    a, b = (store(redis_client, w, folder, root=tmp_path) for w in "ab")
     for documents in (a, b):
         documents.index_path = tmp_path / "index.txt"
         documents.duplicates_path = tmp_path / "duplicates.tsv"
@@ -347,7 +366,10 @@ def test_a_document_stored_again_gets_one_index_line(redis_client, tmp_path):
 
 def test_each_folder_rewrites_its_own_outputs_in_store_order(redis_client, tmp_path):
     roots = tmp_path / "a", tmp_path / "b"
-    a, b = (store(redis_client, w, folder_id_of(root)) for w, root in zip("ab", roots, strict=True))
+    a, b = (
+        store(redis_client, w, folder_id_of(root), root=root)
+        for w, root in zip("ab", roots, strict=True)
+    )
     for documents, root in ((a, roots[0]), (b, roots[1])):
         documents.index_path = root / "index.txt"
         documents.duplicates_path = root / "duplicates.tsv"
@@ -362,33 +384,35 @@ def test_each_folder_rewrites_its_own_outputs_in_store_order(redis_client, tmp_p
     assert (roots[0] / "duplicates.tsv").read_text() == f"http://h.test/copy-a\t{docs[0].url}\n"
     assert list(a.records(chunk=1)) == [d.record for d in docs[0::2]]  # a page at a time
     # Stored again by b: with the same content and path no file was written, and the copy stays
-    # in a's folder; with new content the copy (and the record) is b's, in its first place.
+    # in a's folder, with a's record; with new content the copy (and the record) is b's, last in
+    # the order its file recorded them.
     b.store(docs[0])
     assert list(a.records()) == [d.record for d in docs[0::2]]
-    b.store(dataclasses.replace(docs[2], md5="new"))
+    b.store(dataclasses.replace(docs[2], md5=content_md5("new")))
     assert list(a.records()) == [docs[0].record, docs[4].record]
-    assert list(b.records()) == [d.record for d in (docs[1], docs[2], docs[3], docs[5])]
+    assert list(b.records()) == [d.record for d in (docs[1], docs[3], docs[5], docs[2])]
     a.generation = 2  # duplicates.tsv lists this generation's
     a.rewrite_outputs()
     assert (roots[0] / "duplicates.tsv").read_text() == ""
 
 
-def test_a_folder_lists_its_documents_and_moves_them_to_another(redis_client):
-    a, b = store(redis_client, "a", "fa"), store(redis_client, "b", "fb")
+def test_a_folder_lists_its_documents_and_moves_them_to_another(redis_client, tmp_path):
+    roots = tmp_path / "a", tmp_path / "b"
+    a, b = (store(redis_client, w, f"f{w}", root=root) for w, root in zip("ab", roots, strict=True))
     docs = [doc(f"http://h.test/{i}") for i in range(6)]
     for i, document in enumerate(docs):
         (a if i % 2 == 0 else b).store(document)
     b.add_duplicate("http://h.test/copy", docs[1].url)
     assert list(a.documents(chunk=1)) == docs[0::2]  # with paths and MD5s, in store order
-    # Only b's own records move: a's record and an unknown URL are left as they are.
-    assert b.move_to("fa", [docs[1].url, docs[0].url, "http://h.test/unknown"]) == 1
-    assert b.move_to("fa", [docs[1].url]) == 0  # a second move finds nothing of b's
+    # Only b's own documents move: a's and an unknown URL are left as they are.
+    unknown = doc("http://h.test/unknown")
+    assert b.move_to(a, [docs[1], docs[0], unknown]) == 1
+    assert b.move_to(a, [docs[1]]) == 0  # a second move finds nothing of b's
     assert list(b.records()) == [docs[3].record, docs[5].record]
-    # The moved record keeps its place in store order among a's.
-    assert list(a.records()) == [d.record for d in (docs[0], docs[1], docs[2], docs[4])]
-    assert a.document(docs[1].url) == docs[1]  # the record itself is unchanged
-    assert b.move_to("fa", [d.url for d in b.documents()]) == 2
-    assert list(b.documents()) == [] and [d.url for d in a.documents()] == [d.url for d in docs]
+    assert sorted(a.records()) == sorted(d.record for d in (docs[0], docs[1], docs[2], docs[4]))
+    assert a.document(docs[1].url) == docs[1]  # the document itself is unchanged
+    assert b.move_to(a, list(b.documents())) == 2
+    assert list(b.documents()) == [] and {d.url for d in a.documents()} == {d.url for d in docs}
     assert b.move_duplicates_to("fa") == 1
     assert (list(b.duplicates()), list(a.duplicates())) == (
         [],
@@ -396,27 +420,30 @@ def test_a_folder_lists_its_documents_and_moves_them_to_another(redis_client):
     )
     assert b.move_duplicates_to("fa") == 0
     # A later store by a worker of b's folder that writes a new copy takes the record back.
-    b.store(dataclasses.replace(docs[2], md5="new"))
+    b.store(dataclasses.replace(docs[2], md5=content_md5("new")))
     assert [d.url for d in b.documents()] == [docs[2].url]
+    # b's folder read as merged into a's: the documents its files recorded that a's holds now.
+    moved = {d.url for d in b.documents(moved_to="fa")}
+    assert moved == {d.url for d in docs[1::2]} | {docs[2].url}
 
 
-def test_moving_a_folder_a_batch_at_a_time_while_it_is_read(redis_client):
-    a = store(redis_client, "a", "fa")
+def test_moving_a_folder_a_batch_at_a_time_while_it_is_read(redis_client, tmp_path):
+    a = store(redis_client, "a", "fa", root=tmp_path / "a")
+    b = store(redis_client, "merge", "fb", root=tmp_path / "b")
     docs = [doc(f"http://h.test/{i}") for i in range(25)]
     for document in docs:
         a.store(document)
     for i in range(25):
         a.add_duplicate(f"http://h.test/copy{i}", docs[i].url)
-    batch: list[str] = []
+    batch: list[StoredDocument] = []
     for document in a.documents(chunk=4):
-        batch.append(document.url)
+        batch.append(document)
         if len(batch) == 3:
-            a.move_to("fb", batch)
+            assert a.move_to(b, batch) == 3
             batch = []
-    a.move_to("fb", batch)
+    assert a.move_to(b, batch) == 1
     assert a.move_duplicates_to("fb", chunk=4) == 25
-    b = RedisDocumentStore(redis_client, PREFIX, "fb")
-    b.generation = 1
+    assert list(a.records()) == []
     assert list(b.records()) == [d.record for d in docs]
     assert [url for url, _ in b.duplicates()] == [f"http://h.test/copy{i}" for i in range(25)]
     assert redis_client.keys(PREFIX + "*idx:fa") == []
@@ -489,10 +516,11 @@ def test_a_recrawl_queues_every_stored_document_again(redis_client):
     a.frontier.push(url, "http://h.test/doc#top", 3)
     entry = a.frontier.lease()
     assert entry is not None
-    stored = StoredDocument(url, "h.test/doc.html", "0" * 32, None, None,
-                            f"{'1' * 32}\t{url}\thttp://h.test/doc#top\t-\n")  # fmt: skip
+    record = IndexRecord("1" * 32, url, "http://h.test/doc#top", None, None, None, None, None)
+    stored = StoredDocument(url, "h.test/doc.html", "0" * 32, None, None, format_record(record))
     a.stored(stored)  # the record, and the URL done: one round trip
-    assert a.documents.document(url) == stored
+    found = a.documents.document(url)
+    assert found is not None and found.record.split("\t")[1:] == stored.record.split("\t")[1:]
     assert not a.frontier.active()  # the lease ended
     assert redis_client.hget(a.frontier.prefix + "outcome", "stored") == b"1"
     a.end("finished")
@@ -544,10 +572,10 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     a.frontier.push(one, one, 0)
     a.frontier.push(one + "2", one + "2", 0)
     assert a.frontier.lease() is not None
-    assert a.documents.claim_content("o1", one, path="one.test/index.html") is None
+    assert a.documents.claim_content(content_md5("o1"), one, path="one.test/index.html") is None
     assert (a.frontier.in_flight(), a.frontier.pending()) == (1, 1)
     a.frontier.ack(one, "stored")
-    assert a.documents.claim_content("o2", one + "2", path="one.test/2.html") is None
+    assert a.documents.claim_content(content_md5("o2"), one + "2", path="one.test/2.html") is None
     assert (a.frontier.in_flight(), a.frontier.pending()) == (1, 0)  # one slot of two taken
     taken = a.frontier.lease()  # the one taken ahead: its slot is this lease's
     assert taken is not None and taken.url == one + "2" and a.frontier.in_flight() == 1
@@ -558,12 +586,18 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     first = a.frontier.lease()
     assert first is not None and a.frontier.in_flight() == 1
     # The claim of a page that will be stored, and its store, each take the next lease with them.
-    assert a.documents.claim_content("m0", first.url, path="h.test/0.html") is None
+    assert a.documents.claim_content(content_md5("m0"), first.url, path="h.test/0.html") is None
     assert a.frontier.in_flight() == 2  # leased in Redis, held by the worker
-    a.stored(doc(first.url, md5="m0"))
+    a.stored(doc(first.url, md5=content_md5("m0")))
     assert a.frontier.in_flight() == 2  # the page's lease ended, another began
-    assert a.documents.claim_content("m1", "http://h.test/1", path="h.test/1.html") is None
-    assert a.documents.claim_content("m2", "http://h.test/2", path="h.test/2.html") is None
+    assert (
+        a.documents.claim_content(content_md5("m1"), "http://h.test/1", path="h.test/1.html")
+        is None
+    )
+    assert (
+        a.documents.claim_content(content_md5("m2"), "http://h.test/2", path="h.test/2.html")
+        is None
+    )
     assert a.frontier.in_flight() == 2  # two held at most: these claims took none
     # The scheduler gets them in the order they were taken, and no lease is taken for them.
     calls = redis_client.info("commandstats")["cmdstat_evalsha"]["calls"]
@@ -575,7 +609,10 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     assert fresh is not None and fresh.url == urls[3]  # none held: a lease of its own
     assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == calls + 1
     # One that waited longer than ahead_for goes back to its queue, and a fresh lease is taken.
-    assert a.documents.claim_content("m3", "http://h.test/3", path="h.test/3.html") is None
+    assert (
+        a.documents.claim_content(content_md5("m3"), "http://h.test/3", path="h.test/3.html")
+        is None
+    )
     assert a.frontier.in_flight() == 4  # urls 1, 2 and 3 leased, and 4 held
     a.frontier.ahead_for = 0.0
     again = a.frontier.lease()
@@ -584,7 +621,7 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     assert a.frontier.attempts(urls[4]) == 0  # a lease handed back, not one that expired
     # The worker's leases, held ones included, go back when it stops.
     a.frontier.ahead_for = 600.0
-    a.stored(doc(fresh.url, md5="m4"))
+    a.stored(doc(fresh.url, md5=content_md5("m4")))
     assert (a.frontier.in_flight(), a.frontier.pending()) == (4, 0)
     a.close()
     b = state(redis_client, "b", None)
@@ -600,11 +637,16 @@ def test_with_one_slot_a_host_a_lease_is_taken_ahead_while_another_host_is_due(r
         a.frontier.push(url, url, 0)
     first = a.frontier.lease()
     assert first is not None and first.url == "http://h1.test/"
-    assert a.documents.claim_content("m1", first.url, path="h1.test/index.html") is None
+    assert (
+        a.documents.claim_content(content_md5("m1"), first.url, path="h1.test/index.html") is None
+    )
     assert a.frontier.in_flight() == 2  # h2's one slot: h3 is due as well
-    a.stored(doc(first.url, md5="m1"))  # h1's slot is free again: h1 and h3 are due
+    a.stored(doc(first.url, md5=content_md5("m1")))  # h1's slot is free again: h1 and h3 are due
     assert a.frontier.in_flight() == 2
-    assert a.documents.claim_content("m2", "http://x.test/", path="x.test/index.html") is None
+    assert (
+        a.documents.claim_content(content_md5("m2"), "http://x.test/", path="x.test/index.html")
+        is None
+    )
     assert a.frontier.in_flight() == 2  # h3 is the only host due: its one slot is left
     held = [a.frontier.lease(), a.frontier.lease()]
     assert [e.url for e in held if e is not None] == ["http://h2.test/", "http://h1.test/2"]
@@ -620,7 +662,7 @@ def test_no_lease_is_taken_ahead_without_ahead_or_when_nothing_is_due(redis_clie
     a.frontier.push("http://h2.test/", "http://h2.test/", 0)
     first = a.frontier.lease()
     assert first is not None
-    a.stored(doc(first.url, md5="m1"))
+    a.stored(doc(first.url, md5=content_md5("m1")))
     assert (a.frontier.in_flight(), a.frontier.pending()) == (0, 2)
     a.close()
     b = state(redis_client, "b", None, ahead=4, delay=60.0, concurrency=2)
@@ -628,7 +670,7 @@ def test_no_lease_is_taken_ahead_without_ahead_or_when_nothing_is_due(redis_clie
     second, third = b.frontier.lease(), b.frontier.lease()
     assert second is not None and third is not None
     b.frontier.push("http://h.test/3", "http://h.test/3", 0)
-    b.stored(doc(second.url, md5="m2"))  # no host due for a minute: nothing to take
+    b.stored(doc(second.url, md5=content_md5("m2")))  # no host due for a minute: nothing to take
     assert (b.frontier.in_flight(), b.frontier.pending()) == (1, 1)
     assert b.frontier.lease() is None
     b.close()
@@ -643,7 +685,7 @@ def test_a_lease_held_too_long_is_not_given_back_once_another_worker_has_it(redi
         a.frontier.push(url, url, 0)
     first = a.frontier.lease()
     assert first is not None
-    assert a.documents.claim_content("m1", first.url, path="h.test/1.html") is None
+    assert a.documents.claim_content(content_md5("m1"), first.url, path="h.test/1.html") is None
     a.frontier.ack(first.url, "stored")
     # a holds h.test/2 past its deadline: b reaps it and leases it.
     deadline = time.monotonic() + 30
@@ -670,7 +712,7 @@ def test_a_dropped_host_met_by_a_lease_taken_ahead_is_dropped_at_once(redis_clie
     b.frontier.drop_host("gone.test")
     b.frontier.push("http://gone.test/1", "http://gone.test/1", 0)  # queued after the drop
     b.frontier.flush()
-    a.stored(doc(first.url, md5="m1"))  # its lease ahead meets the dropped host
+    a.stored(doc(first.url, md5=content_md5("m1")))  # its lease ahead meets the dropped host
     assert (a.frontier.pending(), a.frontier.in_flight(), a.frontier.active()) == (0, 0, False)
     assert a.frontier.take_dropped() == 1
     a.close()

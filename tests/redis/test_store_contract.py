@@ -8,6 +8,7 @@ The Redis cases need Debian's ``redis-server`` (skipped without it, failing with
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ import pytest
 from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import dfs_key, dfs_path
-from tarantula.core.index import IndexRecord, format_record
+from tarantula.core.index import IndexRecord, format_record, parse_index
 from tarantula.core.layout import DUPLICATES_NAME, INDEX_NAME
 from tarantula.core.politeness import Politeness
 from tarantula.core.requisites import Requisite
@@ -56,6 +57,21 @@ class Backend:
         return store
 
 
+def essentials(found: StoredDocument | None) -> tuple[Any, ...] | None:
+    """What :meth:`~tarantula.store.DocumentStore.document` answers on every backend: the
+    document's fields and its record line's but the title."""
+    if found is None:
+        return None
+    line = next(parse_index(found.record))
+    return (found.url, found.path, found.md5, found.last_modified, found.etag,
+            line._replace(title=None, links=()))  # fmt: skip
+
+
+def content_md5(label: str) -> str:
+    """A content MD5 named by ``label`` (the stores keep MD5s as hex)."""
+    return hashlib.md5(label.encode()).hexdigest()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     """The stores of a crawl in ``tmp_path/repo`` on the backend of the parameter; every store
@@ -73,7 +89,9 @@ def record(url: str) -> str:
 
 def doc(url: str, md5: str | None = None) -> StoredDocument:
     name = url.split("//", 1)[1].replace("/", "_") or "root"
-    return StoredDocument(url, f"a.test/{name}.html", md5 or f"md5 {url}", None, None, record(url))
+    return StoredDocument(
+        url, f"a.test/{name}.html", md5 or content_md5(f"md5 {url}"), None, None, record(url)
+    )
 
 
 def lease(frontier: Frontier, timeout: float = 5.0):
@@ -150,7 +168,9 @@ def test_a_lease_out_when_a_process_stops_is_handed_out_again_by_the_resume(back
     assert run.kind == "resume"
     entry = lease(again.frontier)
     assert entry is not None and entry.url == "http://a.test/2"
-    assert again.documents.document("http://a.test/1") == doc("http://a.test/1")
+    assert essentials(again.documents.document("http://a.test/1")) == essentials(
+        doc("http://a.test/1")
+    )
 
 
 # -- the document store -------------------------------------------------------------------------
@@ -160,13 +180,17 @@ def test_content_claims_find_exact_duplicates(backend: Backend):
     store = backend.open()
     store.begin()
     documents = store.documents
-    assert documents.claim_content("m1", "http://a.test/1") is None
-    assert documents.claim_content("m1", "http://a.test/2") == "http://a.test/1"  # on its way
-    documents.release("m1", "http://a.test/1")
-    assert documents.claim_content("m1", "http://a.test/2") is None  # never stored: free
-    store.stored(doc("http://a.test/2", md5="m1"))
-    assert documents.claim_content("m1", "http://a.test/3") == "http://a.test/2"
-    assert documents.claim_content("m1", "http://a.test/2") is None  # its own content
+    assert documents.claim_content(content_md5("m1"), "http://a.test/1") is None
+    assert (
+        documents.claim_content(content_md5("m1"), "http://a.test/2") == "http://a.test/1"
+    )  # on its way
+    documents.release(content_md5("m1"), "http://a.test/1")
+    assert (
+        documents.claim_content(content_md5("m1"), "http://a.test/2") is None
+    )  # never stored: free
+    store.stored(doc("http://a.test/2", md5=content_md5("m1")))
+    assert documents.claim_content(content_md5("m1"), "http://a.test/3") == "http://a.test/2"
+    assert documents.claim_content(content_md5("m1"), "http://a.test/2") is None  # its own content
 
 
 def test_page_claims_hold_max_page_number(backend: Backend):
@@ -188,10 +212,11 @@ def test_placed_answers_the_mirror_about_a_url_and_a_path(backend: Backend):
     store.begin()
     stored = doc("http://a.test/a")
     store.stored(stored)
-    assert store.documents.placed("http://a.test/a", "a.test/other.html") == (stored, None)
+    found, owner = store.documents.placed("http://a.test/a", "a.test/other.html")
+    assert (essentials(found), owner) == (essentials(stored), None)
     assert store.documents.placed("http://a.test/b", stored.path) == (None, "http://a.test/a")
     assert store.documents.path_owner(stored.path) == "http://a.test/a"
-    assert store.documents.remove("http://a.test/a") == stored
+    assert essentials(store.documents.remove("http://a.test/a")) == essentials(stored)
     assert store.documents.path_owner(stored.path) is None
     assert store.documents.document("http://a.test/a") is None
 
@@ -221,11 +246,17 @@ def test_a_record_comes_back_whole(backend: Backend, tmp_path):
     store = backend.open(worker="w")
     store.begin()
     for url, text in records.items():
-        store.stored(StoredDocument(url, f"a.test/{url[-3:]}.html", f"md5 {url}", None, None, text))
+        store.stored(
+            StoredDocument(
+                url, f"a.test/{url[-3:]}.html", content_md5(f"md5 {url}"), None, None, text
+            )
+        )
     store.commit()
     for url, text in records.items():
         found = store.documents.document(url)
-        assert found is not None and found.record == text
+        assert found is not None and essentials(found)[-1] == next(parse_index(text))._replace(
+            title=None, links=()
+        )
     assert list(store.documents.records()) == list(records.values())
     assert (tmp_path / "repo" / INDEX_NAME).read_text() == "".join(records.values())
 

@@ -3,18 +3,26 @@ the keys and how records, claims and folders work)."""
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, restored, shortened, split
 from tarantula.store.outputs import CommitHooks, OutputFiles
 from tarantula.store.redis.codec import url_id
+from tarantula.store.redis.essentials import (
+    NO_WRITER,
+    Essentials,
+    content_key,
+    encode_rest,
+    path_key,
+    record_fields,
+)
 from tarantula.store.redis.lua import lua
+from tarantula.store.redis.records import RecordFile, folder_files
 from tarantula.store.redis.runs import _decode
 from tarantula.store.redis.transport import Batch, Scripts, send
 
@@ -30,6 +38,7 @@ logger = logging.getLogger(__name__)
 #: The fixed keys of the document store, in the order the scripts receive them.
 DOCUMENT_KEYS = (
     "docs", "doc-md5", "doc-path", "doc-seq", "claims", "claimers", "pages", "dups", "workers",
+    "writers",
 )  # fmt: skip
 #: The hash of folder ids: the folder id each folder was merged into (``scrapy merge``), so that
 #: ``scrapy verify`` of a folder whose records moved checks its files against the records it held.
@@ -39,7 +48,8 @@ MERGED_INTO = "merged-into"
 #: The scripts by name, each after the libraries it uses (``lua/``).
 _DOCUMENT_SCRIPTS = {
     name: lua("time", "documents", name)
-    for name in ("claim_content", "release", "claim_page", "store", "keep", "remove", "add_duplicate", "move")
+    for name in ("claim_content", "release", "claim_page", "store", "keep", "remove", "add_duplicate",
+                 "move", "move_docs")
 }  # fmt: skip
 
 
@@ -51,25 +61,19 @@ _DOCUMENT_SCRIPTS = {
 AHEAD_FOR = 1.0
 
 
-def _stored(url: str, data: dict[str, Any]) -> StoredDocument:
-    return StoredDocument(
-        url, data["path"], data["md5"], data.get("last_modified"), data.get("etag"),
-        _record(url, data),
-    )  # fmt: skip
-
-
-def _record(url: str, data: dict[str, Any]) -> str:
-    """The index record of ``url`` its document's JSON holds: its record line, without the URL
-    fields that are ``url`` (:func:`tarantula.core.index.shortened`), and its link lines compressed
-    (:func:`tarantula.core.index.split`, base64 in JSON; a record written before they were kept
-    apart is whole in ``record``)."""
-    links = data.get("links")
-    return joined(restored(url, data["record"]), base64.b64decode(links) if links else None)
+def _essentials(raw: bytes | None) -> StoredDocument | None:
+    return None if raw is None else Essentials.decode(raw).stored()
 
 
 class RedisDocumentStore(OutputFiles):
     """The :class:`~tarantula.store.DocumentStore` of a shared crawl (see the module's
     docstring), for a worker of repository folder ``folder_id``.
+
+    Redis keeps each stored document's essentials (:mod:`~tarantula.store.redis.essentials`);
+    its index record goes to ``records``, the worker's record file in its folder, first
+    (:mod:`~tarantula.store.redis.records`; None: a worker without a folder keeps none). ``root``
+    is the folder whose records :meth:`records` and :meth:`documents` read (default: the
+    folder of ``records``).
 
     ``db`` hosts the commit hooks (mirror files synced before a commit, index and duplicate lines
     appended after it); Redis itself is written at once. ``worker`` names the claims this worker
@@ -79,17 +83,23 @@ class RedisDocumentStore(OutputFiles):
     """
 
     def __init__(self, client: Redis, prefix: str, folder_id: str, db: CommitHooks | None = None,
-                 *, worker: str = "", frontier: RedisFrontier | None = None) -> None:  # fmt: skip
+                 *, worker: str = "", frontier: RedisFrontier | None = None,
+                 records: RecordFile | None = None, root: Path | None = None) -> None:  # fmt: skip
         super().__init__(CommitHooks() if db is None else db)
         self.client = client
         self.prefix = prefix
         self.folder_id = folder_id
         self.worker = worker
         self.frontier = frontier
+        self.record_file = records
+        self.writer = NO_WRITER if records is None or records.writer is None else records.writer
+        if root is None and records is not None:
+            root = records.path.parents[2]
+        self.root = root
         self.keys = [prefix + name for name in DOCUMENT_KEYS]
         self.scripts = Scripts(client, _DOCUMENT_SCRIPTS)
-        # URL -> when, path, the URL's record and the path's owner: placed()'s answers taken with
-        # content claims in the last ahead_for seconds, oldest first, until the mirror asks
+        # URL -> when, path, the URL's essentials and the path's owner: placed()'s answers taken
+        # with content claims in the last ahead_for seconds, oldest first, until the mirror asks
         self._ahead: dict[str, tuple[float, str, bytes | None, bytes | None]] = {}
         self.ahead_for = AHEAD_FOR
 
@@ -104,14 +114,27 @@ class RedisDocumentStore(OutputFiles):
             del self._ahead[other]
 
     def document(self, url: str) -> StoredDocument | None:
-        raw = cast("bytes | None", self.client.hget(self.prefix + "docs", url))
-        return None if raw is None else _stored(url, _decode(raw))
+        """The stored document of ``url`` as Redis keeps it: its record is the record line without
+        the title (the folder's index record has it, and the links)."""
+        return _essentials(
+            cast("bytes | None", self.client.hget(self.prefix + "docs", url_id(url)[0]))
+        )
+
+    def _owner(self, owner: bytes | None, url: str | None = None) -> str | None:
+        """The URL a ``doc-path`` entry names (the URL hash ``owner``): ``url`` itself without a
+        round trip, another URL with one."""
+        if owner is None:
+            return None
+        if url is not None and owner == url_id(url)[0]:
+            return url
+        raw = cast("bytes | None", self.client.hget(self.prefix + "docs", owner))
+        return None if raw is None else Essentials.decode(raw).url
 
     def path_owner(self, path: str) -> str | None:
         """The URL of the stored document whose copy is at mirror ``path``, if any (in any
         folder: paths are the crawl's, so that folders merge without clashes)."""
-        owner = cast("bytes | None", self.client.hget(self.prefix + "doc-path", path))
-        return None if owner is None else owner.decode()
+        owner = self.client.hget(self.prefix + "doc-path", path_key(path))
+        return self._owner(cast("bytes | None", owner))
 
     def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
         """The stored document of ``url`` and the owner of ``path`` (see
@@ -124,13 +147,12 @@ class RedisDocumentStore(OutputFiles):
             batch = Batch()
             self._ask_placed(batch, url, path)
             raw, owner = cast("list[bytes | None]", send(self.client, batch))
-        doc = None if raw is None else _stored(url, _decode(raw))
-        return doc, None if owner is None else owner.decode()
+        return _essentials(raw), self._owner(owner, url)
 
     def _ask_placed(self, batch: Batch, url: str, path: str) -> None:
-        """Add :meth:`placed`'s question to ``batch``: the URL's record, the path's owner."""
-        batch.hget(self.prefix + "docs", url)
-        batch.hget(self.prefix + "doc-path", path)
+        """Add :meth:`placed`'s question to ``batch``: the URL's essentials, the path's owner."""
+        batch.hget(self.prefix + "docs", url_id(url)[0])
+        batch.hget(self.prefix + "doc-path", path_key(path))
 
     def claim_content(self, md5: str, url: str, claim: bool = True,
                       path: str | None = None) -> str | None:  # fmt: skip
@@ -145,7 +167,7 @@ class RedisDocumentStore(OutputFiles):
         document at the same path, or (its lease on the URL expired) the URL's own, meanwhile: as
         it may between the mirror's question and its write, a window now longer by up to
         :attr:`ahead_for`."""
-        args = (md5, url, int(claim), self.worker)
+        args = (content_key(md5), url, int(claim), self.worker)
         self._ahead.pop(url, None)
         if path is None:
             owner = self._run("claim_content", *args)
@@ -171,18 +193,18 @@ class RedisDocumentStore(OutputFiles):
     def release(self, md5: str | None, url: str) -> None:
         """``url`` will not be stored after all: its claim on the content ends."""
         if md5 is not None:
-            self._run("release", md5, url)
+            self._run("release", content_key(md5), url)
 
     def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
         """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit), for
         ``worker`` (default: this store's): it is a stored document already, or stored documents
         and the pages claimed by live workers stay under ``limit``, and the claim is then
         recorded until :meth:`store` or :meth:`release_page`."""
-        return bool(self._run("claim_page", url, int(limit), worker or self.worker))
+        return bool(self._run("claim_page", url_id(url)[0], int(limit), worker or self.worker))
 
     def release_page(self, url: str) -> None:
         """``url`` will not be stored after all: its page claim ends."""
-        self.client.hdel(self.prefix + "pages", url)
+        self.client.hdel(self.prefix + "pages", url_id(url)[0])
 
     def add_duplicate(self, url: str, original: str) -> None:
         """Record ``url`` as a duplicate of the stored ``original`` (listed in this folder's
@@ -198,29 +220,29 @@ class RedisDocumentStore(OutputFiles):
 
     def store(self, doc: StoredDocument, *, batch: Batch | None = None) -> None:
         """Record a stored document, new or replaced; its page and content claims end. Its index
-        line follows the next commit, if this store created the record in this generation.
+        record goes to this worker's record file first, its essentials to Redis then; its index
+        line follows the next commit, if this store created the document in this generation and
+        its copy is in this folder.
 
         With ``batch`` the script goes out with the batch's other commands, in one round trip:
         :meth:`stored_in` takes the answer once ``batch`` is sent."""
         line, links = split(doc.record)
-        fields = {  # the URL is the hash's field
-            "path": doc.path, "md5": doc.md5, "last_modified": doc.last_modified,
-            "etag": doc.etag, "record": shortened(doc.url, line),
-        }  # fmt: skip
-        if links is not None:
-            fields["links"] = base64.b64encode(links).decode("ascii")
-        data = json.dumps(fields, ensure_ascii=False)
-        args = (doc.url, data, self.generation, self.folder_id, url_id(doc.url)[0])
+        if self.record_file is not None:
+            self.record_file.put([(doc.url, shortened(doc.url, line), links)])
+        original, encoding, kind, server_date = record_fields(line)
+        rest = encode_rest(doc, original, encoding, kind, server_date)
+        args = (url_id(doc.url)[0], bytes.fromhex(doc.md5), path_key(doc.path), rest,
+                self.generation, self.writer, self.folder_id)  # fmt: skip
         self._recorded(doc.url, doc.path)
         if batch is not None:
             self.scripts.add(batch, "store", self.keys, [self.prefix, *args])
             return
         self.stored_in(doc, self._run("store", *args))
 
-    def stored_in(self, doc: StoredDocument, answer: list[bytes]) -> None:
+    def stored_in(self, doc: StoredDocument, answer: list[Any]) -> None:
         """Take the store script's answer for ``doc``."""
-        created, folder = answer
-        if self.append and created and folder.decode() == self.folder_id:
+        created, writer = answer
+        if self.append and created and writer == self.writer:
             self._records.append(doc.record)
         self.db.changed()
 
@@ -233,74 +255,109 @@ class RedisDocumentStore(OutputFiles):
                 "tuple[int, dict[bytes, bytes]]",
                 self.client.hscan(self.prefix + "docs", cursor, count=chunk),
             )
-            for url, raw in page.items():
-                data = _decode(raw)
-                original = restored(url.decode(), data["record"]).split("\t", 3)[2]
-                key = bytes.fromhex(data["member"]) if data.get("member") else None
-                yield url.decode(), original, int(data.get("depth", 0)), key
+            for key, raw in page.items():
+                doc = Essentials.decode(raw)
+                yield doc.url, doc.original, doc.depth, doc.member + key if doc.member else None
             if cursor == 0:
                 return
 
     def keep(self, url: str) -> None:
         """A stored document is unchanged (recrawl, 304): it stays, and belongs to this generation."""
-        self._run("keep", url, self.generation)
+        self._run("keep", url_id(url)[0], self.generation)
 
     def remove(self, url: str) -> StoredDocument | None:
         """Forget a stored document (gone from the web); returns what it was."""
-        raw = self._run("remove", url)
-        if raw is None:
-            return None
-        doc = _stored(url, _decode(raw))
-        self._recorded(url, doc.path)
+        doc = _essentials(self._run("remove", url_id(url)[0]))
+        if doc is not None:
+            self._recorded(url, doc.path)
         return doc
 
-    def _ordered(
-        self, index: str, records: str, chunk: int
-    ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """The entries of ``records`` listed in the zset ``index`` for this folder, in store order,
-        ``chunk`` at a time (no command reads a whole big store)."""
-        low: str | float = "-inf"
-        while True:
-            page = cast(
-                "list[tuple[bytes, float]]",
-                self.client.zrangebyscore(
-                    self.prefix + index, low, "+inf", start=0, num=chunk, withscores=True
-                ),
-            )
-            if not page:
-                return
-            urls = [url for url, _ in page]
-            for url, raw in zip(urls, self.client.hmget(self.prefix + records, urls), strict=True):
-                if raw is not None:
-                    data = _decode(raw)
-                    # A record that moved to another folder since the page was read stays out.
-                    if data["folder"] == self.folder_id:
-                        yield url.decode(), data
-            low = f"({int(page[-1][1])}"
+    def _confirmed(self, chunk: int, moved_to: str | None = None
+                   ) -> Iterator[tuple[Essentials, str, bytes | None]]:  # fmt: skip
+        """The records of this store's folder that Redis names: each row of the folder's record
+        files whose URL Redis says that file's writer recorded (with ``moved_to``: a writer of
+        that folder id, where ``scrapy merge`` moved them), with its essentials, ``chunk`` at a
+        time (no command reads a whole big store)."""
+        if self.root is None:
+            return
+        writers: dict[bytes, bytes | None] = {}
+        for records in folder_files(self.root):
+            try:
+                for page in records.rows(chunk):
+                    ids = [url_id(url)[0] for url, _, _ in page]
+                    values = cast(
+                        "list[bytes | None]", self.client.hmget(self.prefix + "docs", ids)
+                    )
+                    for (url, line, links), raw in zip(page, values, strict=True):
+                        if raw is None:
+                            continue
+                        doc = Essentials.decode(raw)
+                        if doc.url != url:
+                            continue
+                        if doc.writer != records.writer:
+                            if moved_to is None:
+                                continue
+                            if doc.writer not in writers:
+                                writers[doc.writer] = cast("bytes | None", self.client.hget(
+                                    self.prefix + "writers", doc.writer))  # fmt: skip
+                            if writers[doc.writer] != moved_to.encode():
+                                continue
+                        yield doc, line, links
+            finally:
+                records.close()
 
     def records(self, chunk: int = 1000) -> Iterator[str]:
-        """The index records of this folder's documents, in the order they were first stored."""
-        for url, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
-            yield _record(url, data)
+        """The index records of this folder's documents, writer by writer, each in the order it
+        recorded them."""
+        for doc, line, links in self._confirmed(chunk):
+            yield joined(restored(doc.url, line), links)
+
+    def documents(
+        self, chunk: int = 1000, *, moved_to: str | None = None
+    ) -> Iterator[StoredDocument]:
+        """This folder's stored documents (their mirror paths, MD5s and records), writer by writer,
+        ``chunk`` at a time; with ``moved_to``, also those its files recorded that ``scrapy
+        merge`` moved to that folder id."""
+        for doc, line, links in self._confirmed(chunk, moved_to):
+            yield doc.stored(joined(restored(doc.url, line), links))
 
     def duplicates(self, chunk: int = 1000, *, every: bool = False) -> Iterator[tuple[str, str]]:
         """This folder's duplicates of this generation (``every``: of any), (URL, original), in
         the order found."""
-        for url, data in self._ordered(f"dupidx:{self.folder_id}", "dups", chunk):
-            if every or data["generation"] == self.generation:
-                yield url, data["original"]
+        index = self.prefix + f"dupidx:{self.folder_id}"
+        low: str | float = "-inf"
+        while True:
+            page = cast(
+                "list[tuple[bytes, float]]",
+                self.client.zrangebyscore(index, low, "+inf", start=0, num=chunk, withscores=True),
+            )
+            if not page:
+                return
+            urls = [url for url, _ in page]
+            for url, raw in zip(urls, self.client.hmget(self.prefix + "dups", urls), strict=True):
+                if raw is not None:
+                    data = _decode(raw)
+                    # One that moved to another folder since the page was read stays out.
+                    if data["folder"] == self.folder_id and (
+                        every or data["generation"] == self.generation
+                    ):
+                        yield url.decode(), data["original"]
+            low = f"({int(page[-1][1])}"
 
-    def documents(self, chunk: int = 1000) -> Iterator[StoredDocument]:
-        """This folder's stored documents (their mirror paths, MD5s and records), in store order,
-        ``chunk`` at a time."""
-        for url, data in self._ordered(f"idx:{self.folder_id}", "docs", chunk):
-            yield _stored(url, data)
-
-    def move_to(self, folder_id: str, urls: Iterable[str]) -> int:
-        """Make the records of ``urls`` belong to folder ``folder_id`` (their copies are there now:
-        ``scrapy merge``), in one script; returns how many moved. A URL whose record is not this
-        folder's (moved since it was read, or gone) is left as it is."""
-        return int(self._run("move", self.folder_id, folder_id, "docs", *urls))
+    def move_to(self, target: RedisDocumentStore, docs: list[StoredDocument]) -> int:
+        """Make ``docs`` (this folder's) belong to ``target``'s folder (their copies are there now:
+        ``scrapy merge``): their records go to ``target``'s record file, then Redis names it their
+        writer, in one script; returns how many moved. A document that is no longer this
+        folder's (stored again since it was read, or gone) is left as it is."""
+        if target.record_file is None or not docs:
+            return 0
+        rows = []
+        for doc in docs:
+            line, links = split(doc.record)
+            rows.append((doc.url, shortened(doc.url, line), links))
+        target.record_file.put(rows)
+        ids = [url_id(doc.url)[0] for doc in docs]
+        return int(self._run("move_docs", self.folder_id, target.writer, *ids))
 
     def move_duplicates_to(self, folder_id: str, chunk: int = 1000) -> int:
         """Make every duplicate this folder's workers found (of any generation) be listed in folder
@@ -312,9 +369,20 @@ class RedisDocumentStore(OutputFiles):
             page = self.client.zrange(self.prefix + f"dupidx:{self.folder_id}", 0, chunk - 1)
             if not page:
                 return moved
-            count = int(self._run("move", self.folder_id, folder_id, "dups", *page))
+            count = int(self._run("move", self.folder_id, folder_id, *page))
             if count == 0:
                 # Listed here but recorded elsewhere (a store racing with this): drop the stale
                 # entries so that the loop ends.
                 self.client.zrem(self.prefix + f"dupidx:{self.folder_id}", *page)
             moved += count
+
+
+def register_writer(
+    client: Redis, prefix: str, root: Path, worker: str, folder_id: str
+) -> RecordFile:
+    """The record file of ``worker`` in folder ``root``, its writer id listed in Redis with the
+    folder's id (:mod:`~tarantula.store.redis.records`)."""
+    key = prefix + "writers"
+    records = RecordFile.open(root, worker, lambda writer: bool(client.hexists(key, writer)))
+    client.hset(key, cast("bytes", records.writer), folder_id)
+    return records

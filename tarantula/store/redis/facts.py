@@ -10,7 +10,7 @@ runs and outcomes by kind, not the per-URL figures (depths, failed URLs, seeds' 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -22,6 +22,7 @@ from tarantula.core.index import UNKNOWN, parse_index
 from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.report import RunRow, StateFigures
 from tarantula.core.requisites import Requisite
+from tarantula.store.redis.essentials import Essentials
 from tarantula.store.redis.shared import RedisUnreachable, read_crawl
 
 T = TypeVar("T")
@@ -51,10 +52,14 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
         if folder_id is None:
             path = root / STATE_FOLDER / FOLDER_ID_NAME
             return f"{root}: not a repository folder of the shared crawl ({path} is missing)"
-        found = list(RedisDocumentStore(client, prefix, folder_id).documents())
+        store = RedisDocumentStore(client, prefix, folder_id, root=root)
         into = cast("bytes | None", client.hget(prefix + MERGED_INTO, folder_id))
-        if into is not None:  # merged since: its records are the merged folder's now
-            found += merged_documents(RedisDocumentStore(client, prefix, into.decode()), root)
+        # Merged since: its records are the merged folder's now.
+        found = (
+            list(store.documents())
+            if into is None
+            else merged_documents(store, into.decode(), root)
+        )
         found.sort(key=lambda doc: doc.path)
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
@@ -125,16 +130,17 @@ def url_requisite(config: CrawlConfig, url: str) -> Requisite | None:
         client.close()
 
 
-def merged_documents(merged: RedisDocumentStore, root: Path) -> list[StoredDocument]:
-    """The documents of folder ``root`` whose records moved to the folder of ``merged`` (``scrapy
-    merge``): those of its own ``index.txt``, the list of what it held, which the merge left as it
-    was."""
+def merged_documents(store: RedisDocumentStore, into: str, root: Path) -> list[StoredDocument]:
+    """The documents of folder ``root`` (``store``'s), its own or moved to folder id ``into`` by
+    ``scrapy merge``, that its own ``index.txt`` lists: what it held, which the merge left as it
+    was (a document recorded by two of its files is the last one's)."""
     try:
         text = (root / INDEX_NAME).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return []
     held = {record.url for record in parse_index(text)}
-    return [doc for doc in merged.documents() if doc.url in held]
+    found = {doc.url: doc for doc in store.documents(moved_to=into) if doc.url in held}
+    return list(found.values())
 
 
 def url_facts(config: CrawlConfig, url: str) -> Met | str:
@@ -156,10 +162,9 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         generation = runs[-1].generation if runs else 0
         types: Counter[str] = Counter()
         pages: Counter[str] = Counter()
-        for url, data in _scan(client, prefix + "docs"):
-            fields = data["record"].partition("\n")[0].split("\t")
-            types[fields[5] if len(fields) == 8 else UNKNOWN] += 1
-            pages[host_of(url)] += 1
+        for doc in _documents(client, prefix):
+            types[doc.type or UNKNOWN] += 1
+            pages[host_of(doc.url)] += 1
         originals: Counter[str] = Counter(
             data["original"]
             for _, data in _scan(client, prefix + "dups")
@@ -185,6 +190,16 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         top_duplicates=tuple(sorted(originals.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
         requisites=requisites,
     )
+
+
+def _documents(client: Any, prefix: str, chunk: int = 1000) -> Iterator[Essentials]:
+    """What Redis keeps of every stored document of the crawl under ``prefix``."""
+    cursor = 0
+    while True:
+        cursor, page = client.hscan(prefix + "docs", cursor, count=chunk)
+        yield from (Essentials.decode(raw) for raw in page.values())
+        if cursor == 0:
+            return
 
 
 def _scan(client: Any, key: str, chunk: int = 1000) -> Any:

@@ -58,8 +58,12 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from tarantula.core.config import CrawlConfig
+    from tarantula.core.documents import StoredDocument
     from tarantula.store.redis.documents import RedisDocumentStore
     from tarantula.store.redis.requisites import RedisRequisites
+
+#: The name of the record file ``scrapy merge`` writes the merged records to, in the repository.
+MERGE_WRITER = "merge"
 
 #: How a file came to be in the repository.
 LINKED, COPIED, IN_PLACE = "linked", "copied", "in place"
@@ -152,27 +156,29 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     """Merge ``folders`` (folder, folder id) of the crawl under ``prefix`` into the repository
     ``target`` (see the module's docstring); yields one line per record not merged (its copy is
     missing or could not be placed), which stays with its folder."""
-    from tarantula.store.redis.documents import MERGED_INTO, RedisDocumentStore
+    from tarantula.store.redis.documents import MERGED_INTO, RedisDocumentStore, register_writer
     from tarantula.store.redis.requisites import RedisRequisites
     from tarantula.store.redis.runs import last_run
 
     last = last_run(client, prefix)
     target.mkdir(parents=True, exist_ok=True)
     target_id = folder_id_of(target)
+    records = register_writer(client, prefix, target, MERGE_WRITER, target_id)
+    documents = RedisDocumentStore(client, prefix, target_id, records=records, root=target)
     for folder, folder_id in folders:
         merged.folders += 1
         if folder_id == target_id:
             continue  # the repository itself (or a folder sharing its id)
-        source = RedisDocumentStore(client, prefix, folder_id)
+        source = RedisDocumentStore(client, prefix, folder_id, root=folder)
         # First: a folder cut short by a stop verifies against both folders' records.
         client.hset(prefix + MERGED_INTO, folder_id, target_id)
-        yield from _merge_documents(source, folder, target, target_id, merged, chunk)
+        yield from _merge_documents(source, folder, target, documents, merged, chunk)
         yield from _merge_requisites(RedisRequisites(client, prefix, folder_id), folder, target,
                                      target_id, merged)  # fmt: skip
         merged.duplicates += source.move_duplicates_to(target_id, chunk)
         merged.warc_files += merge_warc(folder / WARC_FOLDER, target / WARC_FOLDER, folder_id)
         merge_captures(folder / STATE_FOLDER / CAPTURES_NAME, target / STATE_FOLDER / CAPTURES_NAME)
-    documents = RedisDocumentStore(client, prefix, target_id)
+    records.close()
     documents.generation = last.generation if last is not None else 1
     repository = Repository(target)
     documents.index_path = repository.index
@@ -180,9 +186,10 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     merged.documents = documents.rewrite_outputs()
 
 
-def _merge_documents(source: RedisDocumentStore, folder: Path, target: Path, target_id: str,
-                     merged: Merged, chunk: int) -> Iterator[str]:  # fmt: skip
-    batch: list[str] = []
+def _merge_documents(source: RedisDocumentStore, folder: Path, target: Path,
+                     documents: RedisDocumentStore, merged: Merged,
+                     chunk: int) -> Iterator[str]:  # fmt: skip
+    batch: list[StoredDocument] = []
     wrote = False
 
     def flush() -> None:
@@ -191,7 +198,7 @@ def _merge_documents(source: RedisDocumentStore, folder: Path, target: Path, tar
             sync_filesystem(target)
             wrote = False
         if batch:
-            merged.moved += source.move_to(target_id, batch)
+            merged.moved += source.move_to(documents, batch)
             batch.clear()
 
     for doc in source.documents(chunk):
@@ -212,7 +219,7 @@ def _merge_documents(source: RedisDocumentStore, folder: Path, target: Path, tar
             wrote = True
             merged.linked += how == LINKED
             merged.copied += how == COPIED
-        batch.append(doc.url)
+        batch.append(doc)
         if len(batch) >= chunk:
             flush()
     flush()

@@ -18,7 +18,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import folder_id_of
 from tarantula.core.state import Run
 from tarantula.store.outputs import CommitHooks, close_outputs, ready_outputs
-from tarantula.store.redis.documents import RedisDocumentStore
+from tarantula.store.redis.documents import RedisDocumentStore, register_writer
 from tarantula.store.redis.frontier import Batch, RedisFrontier
 from tarantula.store.redis.requisites import RedisRequisites
 from tarantula.store.redis.runs import WORKER_TTL, RedisRunLog, Workers
@@ -59,9 +59,14 @@ class RedisState:
         self.runs = RedisRunLog(client, prefix, self.workers)
         # A worker without a folder keeps its records apart from every folder's.
         folder_id = secrets.token_hex(8) if folder is None else folder_id_of(folder)
+        records = (
+            None if folder is None
+            else register_writer(client, prefix, folder, self.frontier.worker, folder_id)
+        )  # fmt: skip
         self.documents = RedisDocumentStore(
-            client, prefix, folder_id, self.db, worker=self.frontier.worker, frontier=self.frontier
-        )
+            client, prefix, folder_id, self.db, worker=self.frontier.worker,
+            frontier=self.frontier, records=records,
+        )  # fmt: skip
         self.requisites = RedisRequisites(client, prefix, folder_id)
         self.client = client
         self.worker = self.frontier.worker
@@ -174,6 +179,8 @@ class RedisState:
         self.db.commit()
         self.frontier.return_leases()
         self.workers.leave()
+        if self.documents.record_file is not None:
+            self.documents.record_file.close()
 
     def __enter__(self) -> RedisState:
         return self

@@ -80,7 +80,7 @@ class Batch:
     def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> None:
         self.commands.append(("EVALSHA", sha, numkeys, *keys_and_args))
 
-    def hget(self, name: str, key: str) -> None:
+    def hget(self, name: str, key: str | bytes) -> None:
         self.commands.append(("HGET", name, key))
 
 

@@ -1,4 +1,4 @@
--- ARGV: prefix, URL, limit, worker. Returns 1 when the URL may be stored (and is claimed), else 0.
+-- ARGV: prefix, URL hash, limit, worker. Returns 1 when the URL may be stored (and is claimed), else 0.
 -- Loaded after: time.lua, documents.lua.
 local url, limit, me = ARGV[2], tonumber(ARGV[3]), ARGV[4]
 if limit <= 0 or redis.call('HEXISTS', K.docs, url) == 1 then return 1 end

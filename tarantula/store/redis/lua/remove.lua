@@ -1,11 +1,9 @@
--- ARGV: prefix, URL. Returns the removed document's JSON, nil when there was none.
+-- ARGV: prefix, URL hash. Returns the removed document's value, nil when there was none.
 -- Loaded after: time.lua, documents.lua.
-local url = ARGV[2]
-local raw = redis.call('HGET', K.docs, url)
+local id = ARGV[2]
+local raw = redis.call('HGET', K.docs, id)
 if not raw then return false end
-local doc = cjson.decode(raw)
-drop_if(K.md5, doc.md5, url)
-drop_if(K.path, doc.path, url)
-redis.call('ZREM', idx(doc.folder), url)
-redis.call('HDEL', K.docs, url)
+drop_if(K.md5, doc_content(raw), id)
+drop_if(K.path, doc_path(raw), id)
+redis.call('HDEL', K.docs, id)
 return raw

@@ -1,0 +1,118 @@
+"""The index records of a crawl shared through Redis, kept in the repository folders (SPEC 9):
+Redis keeps a stored document's essentials (:mod:`tarantula.store.redis.essentials`), and each
+worker writes the document's index record into a database of its own in its folder,
+``.tarantula/records/<worker>.db``, before Redis records the document. A folder holds one file per
+worker that wrote there (several share a folder on one machine or a shared file system, each
+writing only its own file, so none waits for a lock); each file has a random 8-byte writer id,
+which Redis lists with the file's folder id (``writers``) and names as the writer of each document
+it recorded.
+
+A file may hold records Redis does not name it the writer of: a record another worker stored again
+since (a lease that expired, a recrawl), one a kill left behind between the file and Redis, or one
+of an earlier crawl under the same id. Readers therefore take a record from a file only when Redis
+names the file's writer for its URL
+(:meth:`tarantula.store.redis.documents.RedisDocumentStore.records`). A file whose writer id Redis
+does not list (an earlier crawl's) is emptied when its worker starts again.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from tarantula.core.layout import STATE_FOLDER
+
+#: The folder of the record files, in the state folder.
+RECORDS_FOLDER = "records"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (url TEXT PRIMARY KEY, line TEXT NOT NULL, links BLOB);
+CREATE TABLE IF NOT EXISTS writer (id BLOB NOT NULL);
+"""
+
+
+def records_folder(root: Path) -> Path:
+    return root / STATE_FOLDER / RECORDS_FOLDER
+
+
+def file_name(worker: str) -> str:
+    """The record file of ``worker`` (its name, with what a file name cannot hold replaced).
+
+    >>> file_name("host-1/a b"), file_name("..")
+    ('host-1_a_b.db', '_..db')
+    """
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", worker)[:120]
+    return ("_" + name if name.startswith(".") or not name else name) + ".db"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    # A commit reaches the operating system before Redis hears of the document: a killed worker
+    # loses nothing Redis names (as the mirror files, synced at the crawl's commits).
+    connection.execute("PRAGMA synchronous=NORMAL")
+    return connection
+
+
+class RecordFile:
+    """One worker's record file (see the module's docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = _connect(path)
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT id FROM writer").fetchone()
+        self.writer: bytes | None = None if row is None else bytes(row[0])
+
+    @classmethod
+    def open(cls, root: Path, worker: str, listed: Callable[[bytes], bool]) -> RecordFile:
+        """The record file of ``worker`` in folder ``root``, made if missing; emptied, with a new
+        writer id, when Redis does not list its writer id (``listed``: an earlier crawl's)."""
+        folder = records_folder(root)
+        folder.mkdir(parents=True, exist_ok=True)
+        records = cls(folder / file_name(worker))
+        if records.writer is None or not listed(records.writer):
+            writer = secrets.token_bytes(8)
+            with records._db:
+                records._db.execute("BEGIN")
+                records._db.execute("DELETE FROM records")
+                records._db.execute("DELETE FROM writer")
+                records._db.execute("INSERT INTO writer VALUES (?)", (writer,))
+            records.writer = writer
+        return records
+
+    def put(self, rows: Iterable[tuple[str, str, bytes | None]]) -> None:
+        """Record (URL, record line, compressed link lines) rows, replacing the URLs' earlier ones,
+        in one commit."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?)", rows)
+
+    def rows(self, chunk: int = 1000) -> Iterator[list[tuple[str, str, bytes | None]]]:
+        """Every row, in the order recorded (a record replaced is at its replacement's place),
+        ``chunk`` at a time."""
+        last = 0
+        while True:
+            page = self._db.execute(
+                "SELECT rowid, url, line, links FROM records WHERE rowid > ? ORDER BY rowid "
+                "LIMIT ?", (last, chunk),
+            ).fetchall()  # fmt: skip
+            if not page:
+                return
+            last = page[-1][0]
+            yield [(url, line, links) for _, url, line, links in page]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def folder_files(root: Path) -> list[RecordFile]:
+    """The record files of folder ``root`` that have a writer id, by name."""
+    folder = records_folder(root)
+    if not folder.is_dir():
+        return []
+    files = [RecordFile(path) for path in sorted(folder.glob("*.db"))]
+    return [records for records in files if records.writer is not None]
