@@ -79,9 +79,10 @@ class MirrorPipeline:
             return item
         md5 = item.md5 or hashlib.md5(item.body, usedforsecurity=False).hexdigest()
         relpath = copy_relpath(item.url, item.type)
-        existing, owner = self.documents.placed(item.url, relpath.as_posix())
-        if existing is None and owner is None and self.with_requisites:
+        existing, taken = self.documents.placed(item.url, relpath.as_posix())
+        if existing is None and not taken and self.with_requisites:
             owner = self.requisites.path_owner(relpath.as_posix())  # a requisite's copy
+            taken = owner not in (None, item.url)
         if existing is not None and existing.md5 == md5:
             # A 200 with the same body (recrawl): the copy stays as it is; the index pipeline still
             # replaces the record, whose validators and dates are the new answer's (SPEC 8).
@@ -91,7 +92,7 @@ class MirrorPipeline:
             self._drop(item, md5, "over-limit")
             self._close_at_limit()
             raise DropItem(f"max-page-number ({self.limit}) reached", log_level="DEBUG")
-        relpath = self._write(item, md5, relpath, existing, owner)
+        relpath = self._write(item, md5, relpath, existing, taken)
         self.documents.wrote_file()
         item.path, item.md5 = relpath.as_posix(), md5
         item.status = "new" if existing is None else "changed"
@@ -104,14 +105,14 @@ class MirrorPipeline:
         return item
 
     def _write(self, item: Document, md5: str, relpath: PurePosixPath, existing: StoredDocument | None,
-               owner: str | None) -> PurePosixPath:  # fmt: skip
+               taken: bool) -> PurePosixPath:  # fmt: skip
         """Write the copy: a stored document keeps its path, a new one takes ``relpath`` unless
         another URL's copy holds that name or a file/folder clash is in the way. Where it cannot
         be stored safely, the document is dropped (SPEC 6: it costs itself only)."""
         try:
             if existing:
                 relpath = PurePosixPath(existing.path)
-            elif owner not in (None, item.url):  # another URL's copy holds the name
+            elif taken:  # another URL's copy holds the name
                 relpath = disambiguate(relpath, item.url)
             try:
                 write_atomic(store_path(self.repository, relpath), item.body, sync=False)
@@ -136,10 +137,10 @@ class MirrorPipeline:
         no page of max-page-number."""
         relpath = copy_relpath(item.final_url, item.type)
         path = relpath.as_posix()
-        owner = self.documents.path_owner(path)
-        if owner != item.final_url:  # else the document's copy serves
-            owner = owner or self.requisites.path_owner(path)
-            if owner not in (None, item.url):
+        own, taken = self.documents.placed(item.final_url, path)
+        if own is None or own.path != path:  # else the document's copy serves
+            owner = self.requisites.path_owner(path)
+            if taken or owner not in (None, item.url):
                 relpath = disambiguate(relpath, item.url)
             try:
                 write_atomic(store_path(self.repository, relpath), item.body, sync=False)
@@ -182,5 +183,5 @@ class MirrorPipeline:
         """The document's mirror path once a file stands where a folder is needed or the other way
         round, made distinct when another URL's copy holds that name."""
         relpath = clash_free(self.repository, copy_relpath(item.url, item.type), item.url)
-        owner = self.documents.path_owner(relpath.as_posix())
-        return relpath if owner in (None, item.url) else disambiguate(relpath, item.url)
+        taken = self.documents.path_taken(relpath.as_posix(), item.url)
+        return disambiguate(relpath, item.url) if taken else relpath

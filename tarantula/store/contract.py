@@ -97,11 +97,12 @@ class DocumentStore(Protocol):
     def count(self) -> int:
         """How many documents are stored."""
 
-    def path_owner(self, path: str) -> str | None:
-        """The URL of the stored document whose copy is at mirror ``path``, if any."""
+    def path_taken(self, path: str, url: str) -> bool:
+        """Whether the copy of another URL's stored document is at mirror ``path`` (a store
+        shared by many workers keeps which paths are taken, not by whom)."""
 
-    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
-        """:meth:`document` of ``url`` and :meth:`path_owner` of ``path``, in one call."""
+    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, bool]:
+        """:meth:`document` of ``url`` and :meth:`path_taken` of ``path``, in one call."""
 
     def claim_content(self, md5: str, url: str, claim: bool = True,
                       path: str | None = None) -> str | None:  # fmt: skip

@@ -46,13 +46,14 @@ def test_the_state_says_whether_it_is_in_memory(tmp_path):
         assert (memory.in_memory, disk.in_memory) == (True, False)
 
 
-def test_placed_gives_a_url_s_document_and_a_path_s_owner():
+def test_placed_gives_a_url_s_document_and_whether_a_path_is_another_s():
     with SqliteStore(None) as state:
         documents = state.documents
         stored = doc("http://h/a")
         documents.store(stored)
-        assert documents.placed("http://h/a", "h/b.html") == (stored, None)
-        assert documents.placed("http://h/b", stored.path) == (None, "http://h/a")
+        assert documents.placed("http://h/a", "h/b.html") == (stored, False)
+        assert documents.placed("http://h/a", stored.path) == (stored, False)
+        assert documents.placed("http://h/b", stored.path) == (None, True)
 
 
 def test_stored_records_the_document_and_acks_its_url():

@@ -204,19 +204,41 @@ def test_a_stored_document_its_path_and_its_generation(redis_client):
     first = doc("http://h.test/é", md5=content_md5("m1"))
     a.store(first)
     assert b.document(first.url) == first and b.count() == 1
-    assert b.path_owner(first.path) == first.url and b.path_owner("h.test/x.html") is None
-    assert b.placed(first.url, "h.test/x.html") == (first, None)
-    assert b.placed("http://h.test/x", first.path) == (None, first.url)
+    assert b.path_taken(first.path, "http://h.test/x") and not b.path_taken(first.path, first.url)
+    assert not b.path_taken("h.test/x.html", "http://h.test/x")
+    assert b.placed(first.url, "h.test/x.html") == (first, False)
+    assert b.placed("http://h.test/x", first.path) == (None, True)
     b.generation = 2
     b.keep(first.url)
     moved = dataclasses.replace(first, path="h.test/moved.html", md5=content_md5("m2"))
     b.store(moved)
     assert a.document(first.url) == moved and a.count() == 1
-    assert a.path_owner(first.path) is None and a.path_owner(moved.path) == first.url
+    assert not a.path_taken(first.path, "http://h.test/x")
+    assert a.path_taken(moved.path, "http://h.test/x")
     assert a.claim_content(content_md5("m1"), "http://h.test/other") is None  # m1 is no one's now
     assert a.remove(first.url) == moved
     assert (a.remove(first.url), a.document(first.url), a.count()) == (None, None, 0)
-    assert a.path_owner(moved.path) is None
+    assert not a.path_taken(moved.path, "http://h.test/x")
+
+
+def test_a_path_is_taken_in_the_seen_set_as_python_names_it(redis_client):
+    """The store script marks a copy's path in the seen-set from Lua, which has no 64-bit
+    integers; Python asks for the same member: every path is found taken, and once the documents
+    are removed no member is left."""
+    redis_client.hset(PREFIX + "conf", "buckets", 4096)
+    a = store(redis_client, "a")
+    docs = [doc(f"http://h.test/{i}", path=f"h.test/{i}/p{i * 7919}.html") for i in range(300)]
+    for document in docs:
+        a.store(document)
+    assert all(a.path_taken(d.path, "http://h.test/other") for d in docs)
+    members = [
+        m for key in redis_client.scan_iter(PREFIX + "s:*") for m in redis_client.smembers(key)
+    ]
+    assert len(members) == len(docs) and any(m.startswith(b"-") for m in members)
+    for document in docs:
+        a.remove(document.url)
+    assert not any(a.path_taken(d.path, "http://h.test/other") for d in docs)
+    assert list(redis_client.scan_iter(PREFIX + "s:*")) == []
 
 
 def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, monkeypatch):
@@ -230,31 +252,31 @@ def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, mon
     # Asked with the claim: the URL's record and the path's owner come back in its round trip.
     assert a.claim_content(content_md5("m1"), "http://h.test/x", path="h.test/x.html") is None
     assert a.claim_content(content_md5("m2"), "http://h.test/y", path=held.path) is None
-    assert a.placed("http://h.test/y", held.path) == (None, held.url)
-    assert a.placed("http://h.test/x", "h.test/x.html") == (None, None)
+    assert a.placed("http://h.test/y", held.path) == (None, True)
+    assert a.placed("http://h.test/x", "h.test/x.html") == (None, False)
     assert len(asked) == 0
     # An answer is for one URL and path, and used once.
     assert a.claim_content(content_md5("m3"), "http://h.test/z", path="h.test/z.html") is None
-    assert a.placed("http://h.test/z", "h.test/other.html") == (None, None)
-    assert a.placed("http://h.test/x", "h.test/x.html") == (None, None)
+    assert a.placed("http://h.test/z", "h.test/other.html") == (None, False)
+    assert a.placed("http://h.test/x", "h.test/x.html") == (None, False)
     assert len(asked) == 2
     # This worker records a document at the path meanwhile: the answer is stale and asked again.
     assert a.claim_content(content_md5("m4"), "http://h.test/v", path="h.test/v.html") is None
     assert a.claim_content(content_md5("m5"), "http://h.test/w", path="h.test/w.html") is None
     a.store(doc("http://h.test/u", md5=content_md5("m6"), path="h.test/v.html"))
-    assert a.placed("http://h.test/v", "h.test/v.html") == (None, "http://h.test/u")
+    assert a.placed("http://h.test/v", "h.test/v.html") == (None, True)
     assert len(asked) == 3
     # Or the URL's own document, at another path (a lease that expired came back to it).
     assert a.claim_content(content_md5("m9"), "http://h.test/q", path="h.test/q.html") is None
     again = doc("http://h.test/q", md5=content_md5("m9"), path="h.test/q-2.html")
     a.store(again)
-    assert a.placed("http://h.test/q", "h.test/q.html") == (again, None)
+    assert a.placed("http://h.test/q", "h.test/q.html") == (again, False)
     assert len(asked) == 4
     # A document removed at the path, likewise; answers about other paths stay good.
     assert a.claim_content(content_md5("m7"), "http://h.test/t", path=held.path) is None
     assert a.remove(held.url) == held
-    assert a.placed("http://h.test/t", held.path) == (None, None)
-    assert a.placed("http://h.test/w", "h.test/w.html") == (None, None)
+    assert a.placed("http://h.test/t", held.path) == (None, False)
+    assert a.placed("http://h.test/w", "h.test/w.html") == (None, False)
     assert len(asked) == 5
     # A duplicate keeps no answer, and an answer older than ahead_for is not used.
     b.store(doc("http://h.test/s", md5=content_md5("m8")))
@@ -265,8 +287,8 @@ def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, mon
     a.ahead_for = 0.0
     assert a.claim_content(content_md5("n1"), "http://h.test/n1", path="h.test/n1.html") is None
     del asked[:]
-    assert a.placed("http://h.test/r", "h.test/r.html") == (None, None)
-    assert a.placed("http://h.test/n1", "h.test/n1.html") == (None, None)
+    assert a.placed("http://h.test/r", "h.test/r.html") == (None, False)
+    assert a.placed("http://h.test/n1", "h.test/n1.html") == (None, False)
     assert len(asked) == 2
 
 

@@ -212,12 +212,15 @@ def test_placed_answers_the_mirror_about_a_url_and_a_path(backend: Backend):
     store.begin()
     stored = doc("http://a.test/a")
     store.stored(stored)
-    found, owner = store.documents.placed("http://a.test/a", "a.test/other.html")
-    assert (essentials(found), owner) == (essentials(stored), None)
-    assert store.documents.placed("http://a.test/b", stored.path) == (None, "http://a.test/a")
-    assert store.documents.path_owner(stored.path) == "http://a.test/a"
+    found, taken = store.documents.placed("http://a.test/a", "a.test/other.html")
+    assert (essentials(found), taken) == (essentials(stored), False)
+    found, taken = store.documents.placed("http://a.test/a", stored.path)
+    assert (essentials(found), taken) == (essentials(stored), False)  # its own copy
+    assert store.documents.placed("http://a.test/b", stored.path) == (None, True)
+    assert store.documents.path_taken(stored.path, "http://a.test/b")
+    assert not store.documents.path_taken(stored.path, "http://a.test/a")
     assert essentials(store.documents.remove("http://a.test/a")) == essentials(stored)
-    assert store.documents.path_owner(stored.path) is None
+    assert not store.documents.path_taken(stored.path, "http://a.test/b")
     assert store.documents.document("http://a.test/a") is None
 
 

@@ -37,8 +37,7 @@ logger = logging.getLogger(__name__)
 
 #: The fixed keys of the document store, in the order the scripts receive them.
 DOCUMENT_KEYS = (
-    "docs", "doc-md5", "doc-path", "doc-seq", "claims", "claimers", "pages", "dups", "workers",
-    "writers",
+    "docs", "doc-md5", "doc-seq", "claims", "claimers", "pages", "dups", "workers", "writers",
 )  # fmt: skip
 #: The hash of folder ids: the folder id each folder was merged into (``scrapy merge``), so that
 #: ``scrapy verify`` of a folder whose records moved checks its files against the records it held.
@@ -98,10 +97,12 @@ class RedisDocumentStore(OutputFiles):
         self.root = root
         self.keys = [prefix + name for name in DOCUMENT_KEYS]
         self.scripts = Scripts(client, _DOCUMENT_SCRIPTS)
-        # URL -> when, path, the URL's essentials and the path's owner: placed()'s answers taken
-        # with content claims in the last ahead_for seconds, oldest first, until the mirror asks
-        self._ahead: dict[str, tuple[float, str, bytes | None, bytes | None]] = {}
+        # URL -> when, path, the URL's essentials and whether the path is taken: placed()'s answers
+        # taken with content claims in the last ahead_for seconds, oldest first, until the mirror
+        # asks
+        self._ahead: dict[str, tuple[float, str, bytes | None, int]] = {}
         self.ahead_for = AHEAD_FOR
+        self._buckets: int | None = None  # the seen-set's, which holds the taken paths
 
     def _run(self, name: str, *args: Any) -> Any:
         return self.scripts.run(name, self.keys, [self.prefix, *args])
@@ -120,39 +121,56 @@ class RedisDocumentStore(OutputFiles):
             cast("bytes | None", self.client.hget(self.prefix + "docs", url_id(url)[0]))
         )
 
-    def _owner(self, owner: bytes | None, url: str | None = None) -> str | None:
-        """The URL a ``doc-path`` entry names (the URL hash ``owner``): ``url`` itself without a
-        round trip, another URL with one."""
-        if owner is None:
-            return None
-        if url is not None and owner == url_id(url)[0]:
-            return url
-        raw = cast("bytes | None", self.client.hget(self.prefix + "docs", owner))
-        return None if raw is None else Essentials.decode(raw).url
+    def _path_member(self, key: bytes) -> tuple[str, str]:
+        """The seen-set bucket and member that say a copy is at the path of path key ``key``
+        (``path_member`` in ``lua/documents.lua``)."""
+        if self._buckets is None:
+            buckets = self.client.hget(self.prefix + "conf", "buckets")
+            self._buckets = int(cast("bytes | None", buckets) or 1)
+        bucket = int.from_bytes(key, "big") >> (64 - (self._buckets.bit_length() - 1))
+        return f"{self.prefix}s:{bucket}", str(int.from_bytes(key, "big", signed=True))
 
-    def path_owner(self, path: str) -> str | None:
-        """The URL of the stored document whose copy is at mirror ``path``, if any (in any
-        folder: paths are the crawl's, so that folders merge without clashes)."""
-        owner = self.client.hget(self.prefix + "doc-path", path_key(path))
-        return self._owner(cast("bytes | None", owner))
+    def take_paths(self, chunk: int = 1000) -> int:
+        """Mark every stored document's path taken again (a recrawl starts with an empty
+        seen-set); returns how many."""
+        cursor, count = 0, 0
+        while True:
+            cursor, page = cast(
+                "tuple[int, dict[bytes, bytes]]",
+                self.client.hscan(self.prefix + "docs", cursor, count=chunk),
+            )
+            pipe = self.client.pipeline(transaction=False)
+            for raw in page.values():
+                pipe.sadd(*self._path_member(raw[32:40]))
+            pipe.execute()
+            count += len(page)
+            if cursor == 0:
+                return count
 
-    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
-        """The stored document of ``url`` and the owner of ``path`` (see
+    def path_taken(self, path: str, url: str) -> bool:
+        """Whether the copy of another URL's stored document is at mirror ``path`` (in any folder:
+        paths are the crawl's, so that folders merge without clashes)."""
+        return self.placed(url, path)[1]
+
+    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, bool]:
+        """The stored document of ``url``, and whether another URL's copy is at ``path`` (see
         :meth:`~tarantula.core.documents.DocumentStore.placed`): the answer taken with the URL's
         content claim, while it is good (:meth:`claim_content`), or a round trip now."""
         ahead = self._ahead.pop(url, None)
         if ahead is not None and ahead[1] == path and time.monotonic() - ahead[0] < self.ahead_for:
-            raw, owner = ahead[2:]
+            raw, taken = ahead[2:]
         else:
             batch = Batch()
             self._ask_placed(batch, url, path)
-            raw, owner = cast("list[bytes | None]", send(self.client, batch))
-        return _essentials(raw), self._owner(owner, url)
+            raw, taken = cast("list[Any]", send(self.client, batch))
+        doc = _essentials(raw)
+        return doc, bool(taken) and (doc is None or doc.path != path)
 
     def _ask_placed(self, batch: Batch, url: str, path: str) -> None:
-        """Add :meth:`placed`'s question to ``batch``: the URL's essentials, the path's owner."""
+        """Add :meth:`placed`'s question to ``batch``: the URL's essentials, whether a copy is at
+        the path."""
         batch.hget(self.prefix + "docs", url_id(url)[0])
-        batch.hget(self.prefix + "doc-path", path_key(path))
+        batch.sismember(*self._path_member(path_key(path)))
 
     def claim_content(self, md5: str, url: str, claim: bool = True,
                       path: str | None = None) -> str | None:  # fmt: skip

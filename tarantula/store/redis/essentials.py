@@ -4,7 +4,7 @@ the index record, which lives in the repository folder: :mod:`tarantula.store.re
 A stored document is one field of the ``docs`` hash: its URL's 8-byte hash (the frontier's
 :func:`~tarantula.store.redis.codec.url_id`) -> a packed value, big-endian::
 
-    generation u32 | writer 8 bytes | depth u32 | content MD5 16 bytes | path key 12 bytes
+    generation u32 | writer 8 bytes | depth u32 | content MD5 16 bytes | path key 8 bytes
     | member u16 length + bytes | URL u16 length + bytes | the rest
 
 The member is the URL's host-queue member without the URL hash that ends it (the field's own
@@ -12,10 +12,12 @@ name): where a recrawl queues it again.
 
 The scripts read and write the fixed part, the member and the URL (``lua/documents.lua``); only
 Python reads the rest: the mirror path (kept as what it adds to the URL), the original URL (empty:
-the URL), the encoding and type, Last-Modified and the server's Date (4 bytes when the date is in
-the form HTTP writes it), and the ETag. The title and the links are the index record's, in the
-folder. ``doc-md5`` and ``doc-path`` map the first 12 bytes of the MD5 and the path key to the URL
-hash: some 300 bytes a document in all, where the whole record took 2 KB.
+the URL), the encoding and type (a byte each for the common ones), Last-Modified or else the
+server's Date (5 bytes when the date is in the form HTTP writes it), and the ETag. The title and
+the links are the index record's, in the folder. ``doc-md5`` maps the first 12 bytes of the MD5 to
+the URL hash; the path key (a 64-bit hash of the mirror path) is a member of the seen-set, whose
+buckets hold it in 8 bytes: a path is taken while a document's copy is there. Some 300 bytes a
+document in all, where the whole record took 2 KB.
 """
 
 from __future__ import annotations
@@ -35,15 +37,17 @@ _U32 = struct.Struct(">I")
 _U16 = struct.Struct(">H")
 _U8 = struct.Struct(">B")
 #: Where the member's length is: after generation, writer, depth, MD5 and path key.
-FIXED = 4 + 8 + 4 + 16 + 12
+FIXED = 4 + 8 + 4 + 16 + 8
 #: The writer of a document stored by a worker that keeps no records (no repository folder).
 NO_WRITER = bytes(8)
 
 
 def path_key(path: str) -> bytes:
-    """The 12-byte key of a mirror path in ``doc-path`` (96 bits: no two paths of a crawl of
-    billions share one but by a chance of about 1 in 10^10)."""
-    return hashlib.blake2b(path.encode("utf-8"), digest_size=12).digest()
+    """The 8-byte key of a mirror path: a member of the seen-set while a copy is at the path (no
+    URL's hash is one but by a chance of 1 in 2^64 a pair: a mirror path has no scheme). Two paths
+    of a crawl of a billion share one by a chance of 3%: the second is then thought taken, and its
+    copy gets a name of its own."""
+    return hashlib.blake2b(path.encode("utf-8"), digest_size=8).digest()
 
 
 def content_key(md5: str) -> bytes:
@@ -87,9 +91,10 @@ def _date(value: str | None) -> bytes:
     try:
         when = parsedate_to_datetime(value)
         seconds = int(when.timestamp())
-        if 0 <= seconds < 1 << 32 and format_datetime(
-            datetime.fromtimestamp(seconds, UTC), usegmt=True
-        ) == value:
+        if (
+            0 <= seconds < 1 << 32
+            and format_datetime(datetime.fromtimestamp(seconds, UTC), usegmt=True) == value
+        ):
             return b"\x01" + _U32.pack(seconds)
     except (TypeError, ValueError, OverflowError):
         pass

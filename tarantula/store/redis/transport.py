@@ -83,6 +83,9 @@ class Batch:
     def hget(self, name: str, key: str | bytes) -> None:
         self.commands.append(("HGET", name, key))
 
+    def sismember(self, name: str, member: str) -> None:
+        self.commands.append(("SISMEMBER", name, member))
+
 
 def send(client: Redis, batch: Batch) -> list[Any]:
     """The replies to ``batch``'s commands, sent in one round trip; raises the first error reply

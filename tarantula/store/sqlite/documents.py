@@ -59,19 +59,19 @@ class SqliteDocuments(OutputFiles):
             url, path, md5, last_modified, etag, joined(restored(url, line), links)
         )
 
-    def path_owner(self, path: str) -> str | None:
-        """The URL of the stored document whose copy is at mirror ``path``, if any."""
+    def path_taken(self, path: str, url: str) -> bool:
+        """Whether the copy of another URL's stored document is at mirror ``path``."""
         row = self.db.execute(
             "SELECT url FROM documents WHERE path = ? LIMIT 1", (path,)
         ).fetchone()
-        return row[0] if row else None
+        return row is not None and row[0] != url
 
-    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, str | None]:
-        """The stored document of ``url`` (None: a new one), and the URL of the stored document
-        whose copy is at mirror ``path`` (None: the path is free): what the mirror asks of a
-        document before it writes its copy, in one call (a shared store answers in one round
-        trip, or has the answer already: see its ``claim_content``)."""
-        return self.document(url), self.path_owner(path)
+    def placed(self, url: str, path: str) -> tuple[StoredDocument | None, bool]:
+        """The stored document of ``url`` (None: a new one), and whether another URL's copy is at
+        mirror ``path``: what the mirror asks of a document before it writes its copy, in one
+        call (a shared store answers in one round trip, or has the answer already: see its
+        ``claim_content``)."""
+        return self.document(url), self.path_taken(path, url)
 
     def claim_content(self, md5: str, url: str, claim: bool = True,
                       path: str | None = None) -> str | None:  # fmt: skip

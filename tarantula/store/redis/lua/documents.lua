@@ -1,7 +1,6 @@
 local P = ARGV[1]
-local K = {docs = KEYS[1], md5 = KEYS[2], path = KEYS[3], seq = KEYS[4], claims = KEYS[5],
-           claimers = KEYS[6], pages = KEYS[7], dups = KEYS[8], workers = KEYS[9],
-           writers = KEYS[10]}
+local K = {docs = KEYS[1], md5 = KEYS[2], seq = KEYS[3], claims = KEYS[4], claimers = KEYS[5],
+           pages = KEYS[6], dups = KEYS[7], workers = KEYS[8], writers = KEYS[9]}
 
 local function alive(worker, now)
   local deadline = redis.call('HGET', K.workers, worker)
@@ -15,7 +14,7 @@ end
 local function dupidx(folder) return P .. 'dupidx:' .. folder end
 
 -- A stored document's value in ``docs`` (tarantula/store/redis/essentials.py): generation u32,
--- writer (8 bytes), depth u32, MD5 (16 bytes), path key (12 bytes), member (u16 length), URL (u16
+-- writer (8 bytes), depth u32, MD5 (16 bytes), path key (8 bytes), member (u16 length), URL (u16
 -- length), then what only Python reads.
 local function u32(s, at)
   local a, b, c, d = string.byte(s, at, at + 3)
@@ -27,10 +26,43 @@ local function pack_u32(n)
 end
 local function doc_writer(v) return string.sub(v, 5, 12) end
 local function doc_content(v) return string.sub(v, 17, 28) end  -- the MD5's key: 12 bytes
-local function doc_path(v) return string.sub(v, 33, 44) end
+local function doc_path(v) return string.sub(v, 33, 40) end
 -- The member with its length, as the value keeps it.
-local function doc_member(v) return string.sub(v, 45, 46 + string.byte(v, 45) * 256 + string.byte(v, 46)) end
+local function doc_member(v) return string.sub(v, 41, 42 + string.byte(v, 41) * 256 + string.byte(v, 42)) end
 local function doc_url(v)
-  local at = 47 + string.byte(v, 45) * 256 + string.byte(v, 46)
+  local at = 43 + string.byte(v, 41) * 256 + string.byte(v, 42)
   return string.sub(v, at + 2, at + 1 + string.byte(v, at) * 256 + string.byte(v, at + 1))
+end
+
+-- The seen-set bucket and member of an 8-byte path key, as Python names them (the key as a signed
+-- 64-bit integer, in decimal; its bucket from its top bits): Lua's numbers are doubles, so the key
+-- is taken as two 32-bit halves, and divided by ten a digit at a time.
+local function path_member(key)
+  local b1, b2, b3, b4, b5, b6, b7, b8 = string.byte(key, 1, 8)
+  local hi = ((b1 * 256 + b2) * 256 + b3) * 256 + b4
+  local lo = ((b5 * 256 + b6) * 256 + b7) * 256 + b8
+  local buckets = tonumber(redis.call('HGET', P .. 'conf', 'buckets')) or 1
+  local bucket = math.floor(hi / (4294967296 / buckets))
+  local sign = ''
+  if hi >= 2147483648 then  -- negative: its magnitude is 2^64 less the key
+    sign, hi, lo = '-', 4294967295 - hi, 4294967296 - lo
+    if lo == 4294967296 then hi, lo = hi + 1, 0 end
+  end
+  local digits = ''
+  repeat
+    local v = (hi % 10) * 4294967296 + lo
+    hi, lo = math.floor(hi / 10), math.floor(v / 10)
+    digits = tostring(v % 10) .. digits
+  until hi == 0 and lo == 0
+  return P .. 's:' .. bucket, sign .. digits
+end
+
+local function take_path(key)
+  local set, member = path_member(key)
+  redis.call('SADD', set, member)
+end
+
+local function free_path(key)
+  local set, member = path_member(key)
+  redis.call('SREM', set, member)
 end

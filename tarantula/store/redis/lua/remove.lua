@@ -4,6 +4,6 @@ local id = ARGV[2]
 local raw = redis.call('HGET', K.docs, id)
 if not raw then return false end
 drop_if(K.md5, doc_content(raw), id)
-drop_if(K.path, doc_path(raw), id)
+free_path(doc_path(raw))
 redis.call('HDEL', K.docs, id)
 return raw

@@ -28,11 +28,11 @@ if raw then
     writer = doc_writer(raw)
   end
   if doc_content(raw) ~= content then drop_if(K.md5, doc_content(raw), id) end
-  if doc_path(raw) ~= pkey then drop_if(K.path, doc_path(raw), id) end
+  if doc_path(raw) ~= pkey then free_path(doc_path(raw)) end
 end
 redis.call('HSET', K.docs, id, pack_u32(generation) .. writer .. depth .. md5 .. pkey .. member .. rest)
 redis.call('HSET', K.md5, content, id)
-redis.call('HSET', K.path, pkey, id)
+if not raw or doc_path(raw) ~= pkey then take_path(pkey) end
 redis.call('HDEL', K.claims, content)
 redis.call('HDEL', K.claimers, content)
 redis.call('HDEL', K.pages, id)
