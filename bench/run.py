@@ -234,6 +234,7 @@ class Result:
     vs_scrapy: float | None = None
     redis_cpu: float = 0.0  # CPU seconds of the Redis server (shared crawls)
     redis_bytes: int = 0  # what the shared crawl left in Redis's memory (used_memory, bytes)
+    keys_bytes: int = 0  # what the shared crawl's keys hold in Redis's memory (bytes)
 
     @classmethod
     def of(
@@ -939,13 +940,16 @@ def shared_lines(results: list[Result]) -> list[str]:
         redis_per_doc = statistics.median(
             r.redis_bytes / max(1, r.pages) for r in results if r.crawler == m.result.crawler
         )
+        keys_per_doc = statistics.median(
+            r.keys_bytes / max(1, r.pages) for r in results if r.crawler == m.result.crawler
+        )
         lines.append(
             f"- {m.result.crawler} / tarantula (medians): pages/s {m.pages_per_s:.1f} / "
             f"{base.pages_per_s:.1f} = {m.pages_per_s / base.pages_per_s:.2f}; CPU s / 1k pages "
             f"{m.cpu_per_1k:.2f} / {base.cpu_per_1k:.2f} = {m.cpu_per_1k / base.cpu_per_1k:.2f} "
             f"(with Redis's {1000 * redis_cpu / max(1, m.result.pages):.2f}: "
-            f"{with_redis / base.cpu_per_1k:.2f}); Redis memory {redis_per_doc:,.0f} bytes a "
-            f"stored document"
+            f"{with_redis / base.cpu_per_1k:.2f}); Redis memory a stored document: "
+            f"{keys_per_doc:,.0f} bytes the crawl's keys, {redis_per_doc:,.0f} the server's growth"
         )
     one, two = by.get("tarantula-redis1"), by.get("tarantula-redis2")
     if one is not None and two is not None and one.pages_per_s:

@@ -6,8 +6,10 @@ the workers, all at once, through one ``sh`` that waits for them: :func:`bench.r
 that ``sh``, so wall time runs from the first worker's start to the last one's end, and the CPU
 and peak RSS are those of the workers together (the kernel adds waited-for children to their
 parent's usage). Redis's own CPU is reported beside the server's: it is the shared crawl's cost on
-the Redis machine, not a worker's. So is Redis's memory once the crawl is over (``used_memory``
-then, less the empty server's), per stored document.
+the Redis machine, not a worker's. So is Redis's memory once the crawl is over, per stored
+document: what its keys hold (``used_memory`` less what is left once they are deleted), and the
+server's growth (``used_memory`` then, less the empty server's), which adds what a server keeps
+after any crawl, whatever its size (about 0.85 MB: the scripts and more).
 """
 
 from __future__ import annotations
@@ -94,6 +96,21 @@ class RedisServer:
         finally:
             client.close()
 
+    def keys_memory(self) -> int:
+        """The bytes the crawl's keys hold: ``used_memory`` less what is left once they are deleted
+        (the server is the run's own)."""
+        import redis
+
+        held = self.used_memory()
+        client = redis.Redis(host=LOOPBACK, port=self.port, socket_timeout=60)
+        try:
+            keys = list(client.scan_iter("tarantula:*", count=1000))
+            for i in range(0, len(keys), 1000):
+                client.delete(*keys[i : i + 1000])
+        finally:
+            client.close()
+        return held - self.used_memory()
+
 
 def workers_command(conf: Path, workers: int) -> list[str]:
     """One ``sh`` that starts ``workers`` crawl processes at once and exits with the worst status."""
@@ -122,11 +139,13 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
                     ctx.server_cpu, tree)  # fmt: skip
         redis_cpu = redis.cpu_seconds() - before
         redis_bytes = redis.used_memory() - empty  # what the crawl left in Redis
+        keys_bytes = redis.keys_memory()
     urls = index_urls(folder / "repository" / "index.txt")
     fraction, missing = completeness(set(urls), ctx.web)
     per_doc = redis_bytes / max(1, len(set(urls)))
     notes = [f"{crawler}, run {run}: Redis used {redis_cpu:.1f} CPU s, and holds {redis_bytes:,} "
-             f"bytes more than empty: {per_doc:,.0f} a stored document"]  # fmt: skip
+             f"bytes more than empty: {per_doc:,.0f} a stored document; the crawl's keys "
+             f"{keys_bytes:,}: {keys_bytes / max(1, len(set(urls))):,.0f} a stored document"]  # fmt: skip
     if missing:
         notes.append(f"{crawler}: {len(missing)} manifest URLs not indexed: {missing[:3]}")
     if len(urls) != len(set(urls)):
@@ -136,4 +155,5 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
     result = Result.of(crawler, run, len(set(urls)), m, fraction, notes)
     result.redis_cpu = redis_cpu
     result.redis_bytes = redis_bytes
+    result.keys_bytes = keys_bytes
     return result

@@ -392,14 +392,14 @@ def test_a_killed_workers_leases_come_back_after_the_timeout(redis_server, redis
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
     doomed = subprocess.Popen(
         [sys.executable, "-c", KILLED_WORKER, str(redis_server.port)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
     )  # fmt: skip
     try:
         taken = doomed.stdout.readline().split()
     finally:
         doomed.kill()  # SIGKILL, by its pid: no chance to give anything back
-        doomed.wait()
-    assert taken == urls[:2]
+        _, errors = doomed.communicate()
+    assert taken == urls[:2], errors
     deadlines = [
         float(redis_client.zscore(survivor.prefix + "leases", url_id_of(u))) for u in taken
     ]
@@ -684,6 +684,17 @@ def test_a_crawl_keeps_its_traversal_and_the_client_must_return_bytes(redis_serv
     for bad in ("a}b", ""):
         with pytest.raises(ValueError, match="braces"):
             make(redis_client, bad)
+
+
+def test_a_crawl_begun_by_an_earlier_version_is_refused(redis_client):
+    """Its ``conf`` has no layout: its documents hold their whole records, as JSON."""
+    redis_client.hset("tarantula:{old}:conf", mapping={"traversal": "bfs", "buckets": 4096})
+    with pytest.raises(ValueError, match="earlier version"):
+        make(redis_client, "old")
+    with pytest.raises(ValueError, match="earlier version"):  # and again: nothing was changed
+        make(redis_client, "old")
+    make(redis_client, "new")
+    make(redis_client, "new")  # a crawl of this version is joined
 
 
 # -- measured -----------------------------------------------------------------------------------

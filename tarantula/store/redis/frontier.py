@@ -57,6 +57,9 @@ MAX_UNSENT = 256
 
 #: A lease taken ahead is used within this part of the lease timeout, or given back.
 AHEAD_PART = 0.25
+#: The layout of a crawl's keys, in its ``conf``: a crawl begun before documents kept their index
+#: records in the folders has none, and is refused (its ``docs`` hold JSON records).
+LAYOUT = "2"
 
 
 def pushed(replies: list[Any]) -> list[bool]:
@@ -132,10 +135,19 @@ class RedisFrontier(Inspection):
         # (set-max-intset-entries), so the crawl may double before buckets grow to hash tables.
         buckets = 1 << max(0, (max(1, expected_urls) // 256 - 1).bit_length())
         pipe = self.client.pipeline(transaction=True)
+        pipe.hget(conf, "layout")
         pipe.hsetnx(conf, "traversal", traversal)
         pipe.hsetnx(conf, "buckets", buckets)
+        pipe.hsetnx(conf, "layout", LAYOUT)
         pipe.hmget(conf, ["traversal", "buckets", "delay", "concurrency"])
-        stored = pipe.execute()[2]
+        layout, fresh, _, _, stored = pipe.execute()
+        if layout is None and not fresh:
+            self.client.hdel(conf, "layout")
+            raise ValueError(
+                f"crawl {self.crawl_id!r} was begun by an earlier version of Tarantula, which kept "
+                f"index records in Redis: end it with that version, or delete its keys "
+                f"({self.prefix}*) to crawl afresh"
+            )
         if stored[0].decode() != traversal:
             raise ValueError(
                 f"crawl {self.crawl_id!r} runs {stored[0].decode()}; this worker asks for {traversal}"
