@@ -2,23 +2,25 @@
 into the configured repository (SPEC 9).
 
 Workers with repository folders of their own (on machines of their own, each running the same
-configuration file) each hold a part of the crawl: in Redis, a document's record belongs to the
-folder id of the folder holding its copy (:mod:`tarantula.store.redis.state`). For each FOLDER
+configuration file) each hold a part of the crawl: a document's index record is in the record
+file of the worker that stored it, in the folder holding its copy, and Redis names that file's
+writer (:mod:`tarantula.store.redis.records`). For each FOLDER
 (its ``.tarantula/folder-id`` names it), merge
 
 - puts each of its documents' copies into the repository at the same path: a hard link, or a
   copy when the two are on different file systems; a file already there with the recorded
   content stays. The FOLDER's files are never changed or moved;
-- then makes those records belong to the repository's folder, a batch at a time once the batch's
-  files are on disk (a merge cut short leaves each record with a folder that holds its copy), so
-  that a resume, a recrawl and a rewrite of the repository's outputs see them all;
+- then writes those records to the repository's record file (``merge.db``) and has Redis name
+  it their writer, a batch at a time once the batch's files are on disk (a merge cut short leaves
+  each record with a folder that holds its copy), so that a resume, a recrawl and a rewrite of the
+  repository's outputs see them all;
 - lists its duplicates in the repository's ``duplicates.tsv`` instead, copies its WARC files into
   ``warc/`` (a name the repository has for another file gets the folder id) and adds its WARC
   captures to the repository's, which later revisit records refer to;
 
-and at last writes the repository's ``index.txt`` and ``duplicates.tsv`` from Redis, each stored
-document once. The repository may itself be one of the FOLDERs. Merging again changes nothing:
-the records are the repository's already.
+and at last writes the repository's ``index.txt`` and ``duplicates.tsv`` from its record files and
+Redis, each stored document once. The repository may itself be one of the FOLDERs. Merging again
+changes nothing: the records are the repository's already.
 
 It prints one line per record whose copy is missing (that record stays with its folder), a
 summary on stderr, and exits 0, or 1 when copies were missing. It exits 2, changing nothing, for
