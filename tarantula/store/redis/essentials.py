@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
+from functools import lru_cache
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import UNKNOWN, field
@@ -84,8 +85,10 @@ def _word(value: str | None) -> bytes:
     return bytes((code,)) if code else bytes((_LITERAL,)) + _text(value)
 
 
+@lru_cache(maxsize=4096)
 def _date(value: str | None) -> bytes:
-    """An HTTP date in 5 bytes when it is in the form HTTP writes it (IMF-fixdate), else as text."""
+    """An HTTP date in 5 bytes when it is in the form HTTP writes it (IMF-fixdate), else as text
+    (remembered: a crawl's dates repeat, its server's Date within each second)."""
     if not value:
         return b"\x00"
     try:
@@ -127,6 +130,11 @@ def encode_rest(doc: StoredDocument, original: str, encoding: str | None, kind: 
     ))  # fmt: skip
 
 
+@lru_cache(maxsize=4096)
+def _http_date(seconds: int) -> str:
+    return format_datetime(datetime.fromtimestamp(seconds, UTC), usegmt=True)
+
+
 class _Reader:
     def __init__(self, raw: bytes, at: int) -> None:
         self.raw, self.at = raw, at
@@ -156,7 +164,7 @@ class _Reader:
         if kind == 0:
             return None
         if kind == 1:
-            return format_datetime(datetime.fromtimestamp(self.take(_U32), UTC), usegmt=True)
+            return _http_date(self.take(_U32))
         return self.text()
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from tarantula.core.layout import STATE_FOLDER
@@ -28,6 +28,7 @@ from tarantula.core.layout import STATE_FOLDER
 #: The folder of the record files, in the state folder.
 RECORDS_FOLDER = "records"
 
+_PUT = "INSERT OR REPLACE INTO records VALUES (?, ?, ?)"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (url TEXT PRIMARY KEY, line TEXT NOT NULL, links BLOB);
 CREATE TABLE IF NOT EXISTS writer (id BLOB NOT NULL);
@@ -84,12 +85,15 @@ class RecordFile:
             records.writer = writer
         return records
 
-    def put(self, rows: Iterable[tuple[str, str, bytes | None]]) -> None:
+    def put(self, rows: Sequence[tuple[str, str, bytes | None]]) -> None:
         """Record (URL, record line, compressed link lines) rows, replacing the URLs' earlier ones,
-        in one commit."""
+        in one commit (a statement alone is one)."""
+        if len(rows) == 1:
+            self._db.execute(_PUT, rows[0])
+            return
         with self._db:
             self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR REPLACE INTO records VALUES (?, ?, ?)", rows)
+            self._db.executemany(_PUT, rows)
 
     def rows(self, chunk: int = 1000) -> Iterator[list[tuple[str, str, bytes | None]]]:
         """Every row, in the order recorded (a record replaced is at its replacement's place),
