@@ -43,7 +43,7 @@ def file_name(worker: str) -> str:
     """The record file of ``worker`` (its name, with what a file name cannot hold replaced).
 
     >>> file_name("host-1/a b"), file_name("..")
-    ('host-1_a_b.db', '_..db')
+    ('host-1_a_b.db', '_...db')
     """
     name = re.sub(r"[^A-Za-z0-9._-]", "_", worker)[:120]
     return ("_" + name if name.startswith(".") or not name else name) + ".db"
