@@ -290,23 +290,23 @@ class RedisDocumentStore(OutputFiles):
             self._recorded(url, doc.path)
         return doc
 
-    def _confirmed(self, chunk: int, moved_to: str | None = None
+    def _confirmed(self, chunk: int, moved_to: str | None = None, links: bool = True
                    ) -> Iterator[tuple[Essentials, str, bytes | None]]:  # fmt: skip
         """The records of this store's folder that Redis names: each row of the folder's record
         files whose URL Redis says that file's writer recorded (with ``moved_to``: a writer of
         that folder id, where ``scrapy merge`` moved them), with its essentials, ``chunk`` at a
-        time (no command reads a whole big store)."""
+        time (no command reads a whole big store); without ``links``, their link lines left out."""
         if self.root is None:
             return
         writers: dict[bytes, bytes | None] = {}
         for records in folder_files(self.root):
             try:
-                for page in records.rows(chunk):
+                for page in records.rows(chunk, links=links):
                     ids = [url_id(url)[0] for url, _, _ in page]
                     values = cast(
                         "list[bytes | None]", self.client.hmget(self.prefix + "docs", ids)
                     )
-                    for (url, line, links), raw in zip(page, values, strict=True):
+                    for (url, line, compressed), raw in zip(page, values, strict=True):
                         if raw is None:
                             continue
                         doc = Essentials.decode(raw)
@@ -320,7 +320,7 @@ class RedisDocumentStore(OutputFiles):
                                     self.prefix + "writers", doc.writer))  # fmt: skip
                             if writers[doc.writer] != moved_to.encode():
                                 continue
-                        yield doc, line, links
+                        yield doc, line, compressed
             finally:
                 records.close()
 
@@ -330,14 +330,13 @@ class RedisDocumentStore(OutputFiles):
         for doc, line, links in self._confirmed(chunk):
             yield joined(restored(doc.url, line), links)
 
-    def documents(
-        self, chunk: int = 1000, *, moved_to: str | None = None
-    ) -> Iterator[StoredDocument]:
+    def documents(self, chunk: int = 1000, *, moved_to: str | None = None,
+                  links: bool = True) -> Iterator[StoredDocument]:  # fmt: skip
         """This folder's stored documents (their mirror paths, MD5s and records), writer by writer,
         ``chunk`` at a time; with ``moved_to``, also those its files recorded that ``scrapy
-        merge`` moved to that folder id."""
-        for doc, line, links in self._confirmed(chunk, moved_to):
-            yield doc.stored(joined(restored(doc.url, line), links))
+        merge`` moved to that folder id; without ``links``, their records' lines only."""
+        for doc, line, compressed in self._confirmed(chunk, moved_to, links):
+            yield doc.stored(joined(restored(doc.url, line), compressed))
 
     def duplicates(self, chunk: int = 1000, *, every: bool = False) -> Iterator[tuple[str, str]]:
         """This folder's duplicates of this generation (``every``: of any), (URL, original), in

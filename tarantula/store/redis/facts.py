@@ -56,7 +56,7 @@ def folder_documents(config: CrawlConfig, root: Path) -> list[StoredDocument] | 
         into = cast("bytes | None", client.hget(prefix + MERGED_INTO, folder_id))
         # Merged since: its records are the merged folder's now.
         found = (
-            list(store.documents())
+            list(store.documents(links=False))
             if into is None
             else merged_documents(store, into.decode(), root)
         )
@@ -139,7 +139,7 @@ def merged_documents(store: RedisDocumentStore, into: str, root: Path) -> list[S
     except FileNotFoundError:
         return []
     held = {record.url for record in parse_index(text)}
-    found = {doc.url: doc for doc in store.documents(moved_to=into) if doc.url in held}
+    found = {doc.url: doc for doc in store.documents(moved_to=into, links=False) if doc.url in held}
     return list(found.values())
 
 

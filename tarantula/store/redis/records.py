@@ -95,15 +95,17 @@ class RecordFile:
             self._db.execute("BEGIN")
             self._db.executemany(_PUT, rows)
 
-    def rows(self, chunk: int = 1000) -> Iterator[list[tuple[str, str, bytes | None]]]:
+    def rows(self, chunk: int = 1000, *, links: bool = True
+             ) -> Iterator[list[tuple[str, str, bytes | None]]]:  # fmt: skip
         """Every row, in the order recorded (a record replaced is at its replacement's place),
-        ``chunk`` at a time."""
+        ``chunk`` at a time; without ``links``, with none of the link lines (most of a record)."""
         last = 0
+        query = (
+            f"SELECT rowid, url, line, {'links' if links else 'NULL'} FROM records "
+            "WHERE rowid > ? ORDER BY rowid LIMIT ?"
+        )
         while True:
-            page = self._db.execute(
-                "SELECT rowid, url, line, links FROM records WHERE rowid > ? ORDER BY rowid "
-                "LIMIT ?", (last, chunk),
-            ).fetchall()  # fmt: skip
+            page = self._db.execute(query, (last, chunk)).fetchall()
             if not page:
                 return
             last = page[-1][0]
