@@ -139,8 +139,7 @@ class MirrorPipeline:
         path = relpath.as_posix()
         own, taken = self.documents.placed(item.final_url, path)
         if own is None or own.path != path:  # else the document's copy serves
-            owner = self.requisites.path_owner(path)
-            if taken or owner not in (None, item.url):
+            if taken or self.requisites.path_owner(path) not in (None, item.url):
                 relpath = disambiguate(relpath, item.url)
             try:
                 write_atomic(store_path(self.repository, relpath), item.body, sync=False)

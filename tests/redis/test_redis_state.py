@@ -550,6 +550,8 @@ def test_a_recrawl_queues_every_stored_document_again(redis_client):
     b = state(redis_client, "b", None)
     run = b.begin()
     assert (run.kind, run.generation, b.frontier.pending()) == ("recrawl", 2, 1)
+    # The recrawl's seen-set starts empty: the stored copy's path is marked taken again.
+    assert b.documents.path_taken(stored.path, "http://h.test/other")
     again = b.frontier.lease()
     assert again is not None
     assert (again.url, again.original, again.depth, again.key) == (

@@ -26,6 +26,16 @@ def url_id(url: str) -> tuple[bytes, int]:
     return digest, int.from_bytes(digest, "big", signed=True)
 
 
+def seen_bucket(h8: bytes, buckets: int) -> int:
+    """The seen-set bucket of a 64-bit hash (a URL's, or a taken path's) among ``buckets``, a power
+    of two: its top bits.
+
+    >>> seen_bucket(b"\\xff" * 8, 4096), seen_bucket(b"\\x00" * 8, 4096), seen_bucket(b"\\xff" * 8, 1)
+    (4095, 0, 0)
+    """
+    return int.from_bytes(h8, "big") >> (64 - (buckets.bit_length() - 1))
+
+
 def order_member(key: bytes, h8: bytes, dfs: bool) -> bytes:
     """A host-queue member: the order key, made prefix-free, then the URL hash.
 

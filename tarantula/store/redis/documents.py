@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, restored, shortened, split
 from tarantula.store.outputs import CommitHooks, OutputFiles
-from tarantula.store.redis.codec import url_id
+from tarantula.store.redis.codec import seen_bucket, url_id
 from tarantula.store.redis.essentials import (
     NO_WRITER,
     Essentials,
@@ -102,7 +102,8 @@ class RedisDocumentStore(OutputFiles):
         # asks
         self._ahead: dict[str, tuple[float, str, bytes | None, int]] = {}
         self.ahead_for = AHEAD_FOR
-        self._buckets: int | None = None  # the seen-set's, which holds the taken paths
+        # The seen-set's buckets, which hold the taken paths: the frontier's, or read when asked.
+        self._buckets: int | None = None if frontier is None else frontier.buckets
 
     def _run(self, name: str, *args: Any) -> Any:
         return self.scripts.run(name, self.keys, [self.prefix, *args])
@@ -127,25 +128,8 @@ class RedisDocumentStore(OutputFiles):
         if self._buckets is None:
             buckets = self.client.hget(self.prefix + "conf", "buckets")
             self._buckets = int(cast("bytes | None", buckets) or 1)
-        bucket = int.from_bytes(key, "big") >> (64 - (self._buckets.bit_length() - 1))
+        bucket = seen_bucket(key, self._buckets)
         return f"{self.prefix}s:{bucket}", str(int.from_bytes(key, "big", signed=True))
-
-    def take_paths(self, chunk: int = 1000) -> int:
-        """Mark every stored document's path taken again (a recrawl starts with an empty
-        seen-set); returns how many."""
-        cursor, count = 0, 0
-        while True:
-            cursor, page = cast(
-                "tuple[int, dict[bytes, bytes]]",
-                self.client.hscan(self.prefix + "docs", cursor, count=chunk),
-            )
-            pipe = self.client.pipeline(transaction=False)
-            for raw in page.values():
-                pipe.sadd(*self._path_member(raw[32:40]))
-            pipe.execute()
-            count += len(page)
-            if cursor == 0:
-                return count
 
     def path_taken(self, path: str, url: str) -> bool:
         """Whether the copy of another URL's stored document is at mirror ``path`` (in any folder:
@@ -266,18 +250,16 @@ class RedisDocumentStore(OutputFiles):
 
     def stored_entries(self, chunk: int = 1000) -> Iterator[tuple[str, str, int, bytes | None]]:
         """Every stored document of the crawl (all folders) as a recrawl queues it: URL, original
-        URL, depth and the host-queue member it had (None where unknown), in no order."""
-        cursor = 0
-        while True:
-            cursor, page = cast(
-                "tuple[int, dict[bytes, bytes]]",
-                self.client.hscan(self.prefix + "docs", cursor, count=chunk),
-            )
-            for key, raw in page.items():
-                doc = Essentials.decode(raw)
+        URL, depth and the host-queue member it had (None where unknown), in no order. Each page's
+        copies are marked taken again on the way, as the recrawl's seen-set starts empty."""
+        for page in stored_pages(self.client, self.prefix, chunk):
+            docs = [(key, Essentials.decode(raw)) for key, raw in page.items()]
+            pipe = self.client.pipeline(transaction=False)
+            for _, doc in docs:
+                pipe.sadd(*self._path_member(doc.path_key))
+            pipe.execute()
+            for key, doc in docs:
                 yield doc.url, doc.original, doc.depth, doc.member + key if doc.member else None
-            if cursor == 0:
-                return
 
     def keep(self, url: str) -> None:
         """A stored document is unchanged (recrawl, 304): it stays, and belongs to this generation."""
@@ -392,6 +374,18 @@ class RedisDocumentStore(OutputFiles):
                 # entries so that the loop ends.
                 self.client.zrem(self.prefix + f"dupidx:{self.folder_id}", *page)
             moved += count
+
+
+def stored_pages(client: Redis, prefix: str, chunk: int = 1000) -> Iterator[dict[bytes, bytes]]:
+    """The ``docs`` hash of the crawl under ``prefix`` (URL hash -> packed essentials), a page of
+    about ``chunk`` at a time (no command reads a whole big store)."""
+    cursor = 0
+    while True:
+        cursor, page = cast("tuple[int, dict[bytes, bytes]]",
+                            client.hscan(prefix + "docs", cursor, count=chunk))  # fmt: skip
+        yield page
+        if cursor == 0:
+            return
 
 
 def register_writer(

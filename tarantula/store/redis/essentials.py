@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime, parsedate_to_datetime
@@ -175,6 +174,7 @@ class Essentials:
     url: str
     generation: int
     writer: bytes
+    path_key: bytes
     depth: int
     md5: str
     member: bytes
@@ -197,7 +197,7 @@ class Essentials:
         encoding, kind = read.word(), read.word()
         last_modified, server_date = read.date(), read.date()
         return cls(
-            url, _U32.unpack_from(raw, 0)[0], raw[4:12], _U32.unpack_from(raw, 12)[0],
+            url, _U32.unpack_from(raw, 0)[0], raw[4:12], raw[32:40], _U32.unpack_from(raw, 12)[0],
             raw[16:32].hex(), raw[FIXED + 2 : member_end], path, original, encoding, kind,
             last_modified, server_date, read.text() or None,
         )  # fmt: skip
@@ -223,9 +223,3 @@ def record_fields(record: str) -> tuple[str, str | None, str | None, str | None]
         return "", None, None, None
     known = [None if value == UNKNOWN else value for value in fields]
     return fields[2], known[4], known[5], known[7]
-
-
-def decoded(values: Iterator[bytes | None]) -> Iterator[Essentials | None]:
-    """Each raw value decoded (None where there is none)."""
-    for raw in values:
-        yield None if raw is None else Essentials.decode(raw)

@@ -10,7 +10,7 @@ runs and outcomes by kind, not the per-URL figures (depths, failed URLs, seeds' 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -154,6 +154,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
     every worker and folder. :class:`RedisUnreachable` when Redis does not answer."""
     from redis import RedisError
 
+    from tarantula.store.redis.documents import stored_pages
     from tarantula.store.redis.runs import RedisRunLog, Workers
 
     client, prefix = read_crawl(config)
@@ -162,9 +163,10 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         generation = runs[-1].generation if runs else 0
         types: Counter[str] = Counter()
         pages: Counter[str] = Counter()
-        for doc in _documents(client, prefix):
-            types[doc.type or UNKNOWN] += 1
-            pages[host_of(doc.url)] += 1
+        for page in stored_pages(client, prefix):
+            for doc in map(Essentials.decode, page.values()):
+                types[doc.type or UNKNOWN] += 1
+                pages[host_of(doc.url)] += 1
         originals: Counter[str] = Counter(
             data["original"]
             for _, data in _scan(client, prefix + "dups")
@@ -190,16 +192,6 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         top_duplicates=tuple(sorted(originals.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
         requisites=requisites,
     )
-
-
-def _documents(client: Any, prefix: str, chunk: int = 1000) -> Iterator[Essentials]:
-    """What Redis keeps of every stored document of the crawl under ``prefix``."""
-    cursor = 0
-    while True:
-        cursor, page = client.hscan(prefix + "docs", cursor, count=chunk)
-        yield from (Essentials.decode(raw) for raw in page.values())
-        if cursor == 0:
-            return
 
 
 def _scan(client: Any, key: str, chunk: int = 1000) -> Any:

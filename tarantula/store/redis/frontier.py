@@ -27,6 +27,7 @@ from tarantula.store.redis.codec import (
     encode_rest,
     order_key,
     order_member,
+    seen_bucket,
     url_id,
 )
 from tarantula.store.redis.inspection import Inspection
@@ -126,7 +127,6 @@ class RedisFrontier(Inspection):
         self.buckets = self._configure(
             traversal, expected_urls, delay, concurrency, lease_timeout, budget, max_attempts
         )
-        self._bucket_shift = 64 - (self.buckets.bit_length() - 1)
 
     def _configure(self, traversal: str, expected_urls: int, delay: float, concurrency: int,
                    lease_timeout: float, budget: int, max_attempts: int) -> int:  # fmt: skip
@@ -290,7 +290,7 @@ class RedisFrontier(Inspection):
 
     def _bucket(self, h8: bytes) -> int:
         """The seen-set bucket of a URL hash."""
-        return int.from_bytes(h8, "big") >> self._bucket_shift
+        return seen_bucket(h8, self.buckets)
 
     def _push_args(self, url: str, original: str, depth: int, key: bytes | None,
                    extra: str | None, mode: str) -> list[Any]:  # fmt: skip

@@ -113,7 +113,6 @@ class RedisState:
         it again (what it queued stays queued once)."""
         self.frontier.begin("recrawl", generation)
         queued = self.frontier.requeue_stored(self.documents.stored_entries())
-        self.documents.take_paths()
         logger.info("Recrawl: %d stored documents queued again", queued)
 
     def end(self, reason: str, now: float | None = None) -> None:
