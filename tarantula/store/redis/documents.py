@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from redis import Redis
 
     from tarantula.store.redis.frontier import RedisFrontier
+    from tarantula.store.redis.shards import ShardedFrontier
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ class RedisDocumentStore(OutputFiles):
     """
 
     def __init__(self, client: Redis, prefix: str, folder_id: str, db: CommitHooks | None = None,
-                 *, worker: str = "", frontier: RedisFrontier | None = None,
+                 *, worker: str = "", frontier: RedisFrontier | ShardedFrontier | None = None,
                  records: RecordFile | None = None, root: Path | None = None) -> None:  # fmt: skip
         super().__init__(CommitHooks() if db is None else db)
         self.client = client
@@ -233,8 +234,9 @@ class RedisDocumentStore(OutputFiles):
             self.record_file.put([(doc.url, shortened(doc.url, line), links)])
         original, encoding, kind, server_date = record_fields(line)
         rest = encode_rest(doc, original, encoding, kind, server_date)
+        place = None if self.frontier is None else self.frontier.place(doc.url)
         args = (url_id(doc.url)[0], bytes.fromhex(doc.md5), path_key(doc.path), rest,
-                self.generation, self.writer, self.folder_id)  # fmt: skip
+                self.generation, self.writer, self.folder_id, *(place or (b"", b"")))  # fmt: skip
         self._recorded(doc.url, doc.path)
         if batch is not None:
             self.scripts.add(batch, "store", self.keys, [self.prefix, *args])

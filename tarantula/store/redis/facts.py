@@ -156,6 +156,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
 
     from tarantula.store.redis.documents import stored_pages
     from tarantula.store.redis.runs import RedisRunLog, Workers
+    from tarantula.store.redis.shards import shard_keys
 
     client, prefix = read_crawl(config)
     try:
@@ -172,10 +173,10 @@ def state_figures(config: CrawlConfig) -> StateFigures:
             for _, data in _scan(client, prefix + "dups")
             if data.get("generation") == generation
         )
-        outcomes = {
-            key.decode(): int(value)
-            for key, value in cast("dict[bytes, bytes]", client.hgetall(prefix + "outcome")).items()
-        }
+        outcomes: Counter[str] = Counter()
+        for node, shard in shard_keys(client, prefix):  # the frontier's shards: their outcomes
+            raw = cast("dict[bytes, bytes]", node.hgetall(shard + "outcome"))
+            outcomes.update({key.decode(): int(value) for key, value in raw.items()})
         requisites = outcomes.pop("requisite", 0)  # page requisites kept: not documents' URLs
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
@@ -187,7 +188,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         documents=sum(types.values()),
         types=dict(types),
         pages=dict(pages),
-        outcomes=outcomes,
+        outcomes=dict(outcomes),
         duplicates=sum(originals.values()),
         top_duplicates=tuple(sorted(originals.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
         requisites=requisites,

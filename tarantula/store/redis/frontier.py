@@ -91,21 +91,23 @@ class RedisFrontier(Inspection):
     def __init__(self, client: Redis, crawl_id: str, traversal: str = "bfs",
                  lease_timeout: float = 60.0, *, delay: float = 1.0, concurrency: int = 1,
                  worker: str | None = None, budget: int = 0, max_attempts: int = 3,
-                 expected_urls: int = 1_000_000, poll: float = 0.5, ahead: int = 0) -> None:  # fmt: skip
+                 expected_urls: int = 1_000_000, poll: float = 0.5, ahead: int = 0,
+                 tag: str | None = None) -> None:  # fmt: skip
         if traversal not in ("bfs", "dfs"):
             raise ValueError(f"traversal is bfs or dfs, not {traversal!r}")
         if client.get_connection_kwargs().get("decode_responses"):
             raise ValueError("the Redis client must return bytes (decode_responses=False)")
-        if not crawl_id or "{" in crawl_id or "}" in crawl_id:
+        tag = tag or crawl_id
+        if not tag or "{" in tag or "}" in tag:
             # An empty tag would hash every whole key: the crawl's keys would spread over slots.
             raise ValueError(
-                f"a crawl id is a name without braces (the keys' hash tag), not {crawl_id!r}"
+                f"a crawl id is a name without braces (the keys' hash tag), not {tag!r}"
             )
         if lease_timeout <= 0 or concurrency < 1 or max_attempts < 1:
             raise ValueError("lease_timeout > 0, concurrency >= 1 and max_attempts >= 1 are needed")
         self.client = client
         self.crawl_id = crawl_id
-        self.prefix = f"tarantula:{{{crawl_id}}}:"
+        self.prefix = f"tarantula:{{{tag}}}:"
         self.keys = [self.prefix + name for name in KEYS]
         self.worker = worker or default_worker()
         self.dfs = traversal == "dfs"
@@ -123,6 +125,9 @@ class RedisFrontier(Inspection):
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
         self.refused = 0  # of those, how many Redis refused (their URLs were seen)
+        # Where each URL this worker leased stands in its queue (depth, member without the URL
+        # hash), until its ack: its document keeps them for a recrawl (:meth:`place`).
+        self._places: dict[str, tuple[bytes, bytes]] = {}
         self.scripts = Scripts(client, _SCRIPTS)
         self.buckets = self._configure(
             traversal, expected_urls, delay, concurrency, lease_timeout, budget, max_attempts
@@ -470,6 +475,9 @@ class RedisFrontier(Inspection):
                         return Lease(None, server, "gate")
                     refused.add(entry.host)
                     continue
+            if entry.key is not None:
+                member = order_member(entry.key, url_id(entry.url)[0], self.dfs)[:-8]
+                self._places[entry.url] = (_U32.pack(entry.depth), member)
             return Lease(entry, server, "leased", charged)
         return Lease(None, server, "idle")
 
@@ -478,7 +486,13 @@ class RedisFrontier(Inspection):
         lease ends and its host's slot is freed. An ack from a worker whose lease expired still
         counts (the work is done); a second ack does nothing. With ``batch`` the script goes out
         when the pipeline is executed."""
+        self._places.pop(url, None)
         self._run("ack", url_id(url)[0], outcome, batch=batch)
+
+    def place(self, url: str) -> tuple[bytes, bytes] | None:
+        """Where ``url``, leased by this worker and not acknowledged yet, stood in its host's queue:
+        its depth (4 bytes) and its queue member without the URL hash; None when unknown."""
+        return self._places.get(url)
 
     def release(self, host: str) -> None:
         """Nothing: a host's shared slot is freed by :meth:`ack` (or :meth:`requeue`, or the

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from tarantula.core.state import COMPLETE, Run
@@ -32,9 +33,12 @@ _LIVE = lua("time", "live")
 
 class Workers:
     """The registry of a shared crawl's live workers: ``worker`` stays live ``ttl`` seconds after
-    each :meth:`beat` (server time)."""
+    each :meth:`beat` (server time). ``shards`` are the (client, prefix) of the frontier shards
+    of a crawl spread over a Redis Cluster: each keeps a copy of the registry, which its lease
+    script reads to share the hosts fairly (a script reads only its own node's keys)."""
 
-    def __init__(self, client: Redis, prefix: str, worker: str, ttl: float = WORKER_TTL) -> None:
+    def __init__(self, client: Redis, prefix: str, worker: str, ttl: float = WORKER_TTL,
+                 shards: Sequence[tuple[Redis, str]] = ()) -> None:  # fmt: skip
         if ttl <= 0:
             raise ValueError(f"a worker's ttl is positive, not {ttl}")
         self.client = client
@@ -43,10 +47,14 @@ class Workers:
         self.ttl = ttl
         self._beat = client.register_script(_BEAT)
         self._live = client.register_script(_LIVE)
+        self._copies = [(shard.register_script(_BEAT), key + "workers") for shard, key in shards]
 
     def beat(self) -> float:
         """This worker is alive: it stays live ``ttl`` seconds from now. Returns that deadline."""
-        return float(self._beat(keys=[self.key], args=[self.worker, repr(float(self.ttl))]))
+        args = [self.worker, repr(float(self.ttl))]
+        for beat, key in self._copies:
+            beat(keys=[key], args=args)
+        return float(self._beat(keys=[self.key], args=args))
 
     def live(self) -> list[str]:
         """The workers whose deadline has not passed."""
@@ -54,6 +62,8 @@ class Workers:
 
     def leave(self) -> None:
         """This worker stops: it is no longer live (its claims stop counting)."""
+        for beat, key in self._copies:
+            beat.registered_client.hdel(key, self.worker)
         self.client.hdel(self.key, self.worker)
 
 

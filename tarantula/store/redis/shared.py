@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from tarantula.core.config import CrawlConfig
     from tarantula.core.state import Run
     from tarantula.store.redis.frontier import RedisFrontier
+    from tarantula.store.redis.shards import ShardedFrontier
     from tarantula.store.redis.state import RedisState
 
 logger = logging.getLogger(__name__)
@@ -168,7 +169,9 @@ class SharedPoliteness(Politeness):
     request to it may start) and ``fails`` (hash host -> failures in a row, every worker's).
     """
 
-    def __init__(self, frontier: RedisFrontier, *args: object, **kwargs: object) -> None:
+    def __init__(
+        self, frontier: RedisFrontier | ShardedFrontier, *args: object, **kwargs: object
+    ) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.frontier = frontier
         self.client = frontier.client

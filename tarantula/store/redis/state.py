@@ -19,9 +19,10 @@ from tarantula.core.layout import folder_id_of
 from tarantula.core.state import Run
 from tarantula.store.outputs import CommitHooks, close_outputs, ready_outputs
 from tarantula.store.redis.documents import RedisDocumentStore, register_writer
-from tarantula.store.redis.frontier import Batch, RedisFrontier
+from tarantula.store.redis.frontier import Batch
 from tarantula.store.redis.requisites import RedisRequisites
 from tarantula.store.redis.runs import WORKER_TTL, RedisRunLog, Workers
+from tarantula.store.redis.shards import open_frontier
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -40,7 +41,7 @@ class RedisState:
     writes are immediate, and :meth:`commit` syncs the mirror files and appends the index lines.
     ``worker_ttl`` is how long the worker stays live after a heartbeat: :meth:`begin` makes the
     first, :meth:`tick` (the crawl's periodic call) the next ones. ``frontier_options`` go to
-    :class:`~tarantula.store.redis.frontier.RedisFrontier`.
+    :func:`~tarantula.store.redis.shards.open_frontier`.
     """
 
     def __init__(self, client: Redis, crawl_id: str, folder: Path | None, traversal: str = "bfs",
@@ -50,12 +51,16 @@ class RedisState:
         self.db = CommitHooks()
         self.root = folder
         self.local = None  # a worker keeps no database of its own
-        self.frontier = RedisFrontier(
+        self.frontier = open_frontier(
             client, crawl_id, traversal, lease_timeout, delay=delay, concurrency=concurrency,
             worker=worker, **frontier_options,
         )  # fmt: skip
         prefix = self.frontier.prefix
-        self.workers = Workers(client, prefix, self.frontier.worker, worker_ttl)
+        shards = getattr(self.frontier, "shards", ())
+        self.workers = Workers(
+            client, prefix, self.frontier.worker, worker_ttl,
+            [(shard.client, shard.prefix) for shard in shards],
+        )  # fmt: skip
         self.runs = RedisRunLog(client, prefix, self.workers)
         # A worker without a folder keeps its records apart from every folder's.
         folder_id = secrets.token_hex(8) if folder is None else folder_id_of(folder)

@@ -42,6 +42,7 @@ local function push(h8, signed, bucket, host, depth, m, rest, extra, mode)
   if not before then redis.call('HSETNX', K.next, host, '0') end
   redis.call('ZADD', qkey(host), 0, m)
   redis.call('HINCRBY', K.n, 'queued', 1)
+  redis.call('HINCRBY', K.n, 'pushed', 1)  -- every arrival: how a sharded crawl sees it is over
   if head(host) ~= before then place(host, before, now_time()) end
   return 1
 end

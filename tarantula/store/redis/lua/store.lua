@@ -1,5 +1,6 @@
 -- ARGV: prefix, URL hash, content MD5 (16 bytes), path key, the value's rest (URL and what only
--- Python reads), generation, writer, folder. Returns {created in this generation (0/1), the
+-- Python reads), generation, writer, folder, then the depth (4 bytes) and queue member the URL
+-- was leased with (both empty: unknown). Returns {created in this generation (0/1), the
 -- document's writer}.
 -- Loaded after: time.lua, documents.lua.
 local id, md5, pkey, rest = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -7,15 +8,11 @@ local generation, writer, folder = tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local content = string.sub(md5, 1, 12)
 local raw = redis.call('HGET', K.docs, id)
 local created, depth, member = 1, '\0\0\0\0', '\0\0'
--- Where a recrawl queues the URL again: its depth and queue member, from the frontier's record
--- of the lease (state, attempts, charged, depth u32, host u16+bytes, member u16+bytes, ...).
-local r = redis.call('HGET', P .. 'u', id)
-if r then
-  depth = string.sub(r, 4, 7)
-  local at = 10 + string.byte(r, 8) * 256 + string.byte(r, 9)
-  -- The member without the URL hash that ends it (the value's own key).
-  local n = string.byte(r, at) * 256 + string.byte(r, at + 1) - 8
-  member = string.char(math.floor(n / 256), n % 256) .. string.sub(r, at + 2, at + 1 + n)
+-- Where a recrawl queues the URL again: its depth and queue member (without the URL hash that
+-- ends it), as the worker leased it, else as the document had them.
+if ARGV[9] and ARGV[9] ~= '' then
+  local n = #ARGV[10]
+  depth, member = ARGV[9], string.char(math.floor(n / 256), n % 256) .. ARGV[10]
 elseif raw then
   depth, member = string.sub(raw, 13, 16), doc_member(raw)
 end

@@ -1,0 +1,414 @@
+"""One crawl spread over the nodes of a Redis Cluster by host (SPEC 9).
+
+A Redis Cluster runs a script on one node, with keys of one hash slot. So the frontier is cut in
+shards, one a master of the cluster when the crawl's first worker starts: shard ``k``'s keys carry
+the hash tag ``<crawl>/<j>``, ``j`` the first number whose slot that master serves, and a host
+belongs to shard ``blake2b(host) mod N`` (:func:`shard_of`). Each shard is a whole
+:class:`~tarantula.store.redis.frontier.RedisFrontier` for its hosts (their URLs' seen-set, queues,
+leases, delay and concurrency, counters), so push, lease, ack and reap stay one script on one node,
+and politeness, which is per host, never crosses nodes. What is not per host stays in the crawl's
+own slot (``{<crawl>}``): the configuration, the live workers, the run log, the documents with
+their content and page claims (so content duplicates and ``max-page-number`` stay exact, at no
+round trip more), the page requisites and the politeness on the wire.
+
+The tags are written in the crawl's ``conf`` (``shards``) by its first worker, and every later
+worker reads them there: a crawl keeps its layout when the cluster's slots move (its keys move
+with their slots). A server on its own, or a crawl begun with one slot, has one shard: the crawl's
+own tag, which is the layout of a crawl on one server, key for key.
+
+:class:`ShardedFrontier` keeps the frontier contract over the shards: a URL goes to its host's
+shard, a lease is asked of the shards in turn, and the crawl is over when every shard is idle
+twice in a row with no URL pushed to any between the two looks (a page's links are pushed before
+its ack, so work never hides between two shards).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from tarantula.core.frontier import Entry, Gate, host_of
+from tarantula.store.redis.codec import Lease
+from tarantula.store.redis.frontier import RedisFrontier
+from tarantula.store.redis.transport import Batch, Scripts
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Why a lease attempt gave nothing, from the most telling: a shard's answer other than idle wins.
+_WHY = {"gate": 0, "share": 1, "budget": 2, "dropped": 3, "idle": 4}
+
+
+def prefix_of(tag: str) -> str:
+    """The prefix of the keys with hash tag ``tag``."""
+    return f"tarantula:{{{tag}}}:"
+
+
+def shard_of(host: str, shards: int) -> int:
+    """The shard of ``host`` among ``shards``.
+
+    >>> shard_of("a.test", 1), shard_of("a.test", 3) == shard_of("a.test", 3) < 3
+    (0, True)
+    """
+    if shards == 1:
+        return 0
+    digest = hashlib.blake2b(host.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % shards
+
+
+def shard_tags(client: Redis, crawl: str, decide: bool = True) -> list[str]:
+    """The hash tags of crawl ``crawl``'s frontier shards, from its ``conf``; the first worker of a
+    crawl decides them (:func:`cluster_tags`; a reader, ``decide`` false, takes the crawl's own
+    tag). A crawl begun before it had shards keeps one."""
+    conf = prefix_of(crawl) + "conf"
+    stored, begun = cast("list[bytes | None]", client.hmget(conf, ["shards", "traversal"]))
+    if stored is None:
+        if not decide or begun is not None:
+            return [crawl]
+        client.hsetnx(conf, "shards", " ".join(cluster_tags(client, crawl)))
+        stored = cast("bytes", client.hget(conf, "shards"))
+    return stored.decode().split()
+
+
+def masters(client: Redis) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """The masters of the cluster ``client``'s server belongs to, with the slot ranges each serves;
+    empty for a server on its own."""
+    if not int(client.info("cluster").get("cluster_enabled", 0)):
+        return {}
+    served: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for start, end, master, *_ in client.execute_command("CLUSTER SLOTS"):
+        host = master[0].decode() if master[0] else client.get_connection_kwargs()["host"]
+        served.setdefault((host, int(master[1])), []).append((int(start), int(end)))
+    return served
+
+
+def cluster_tags(client: Redis, crawl: str) -> list[str]:
+    """One tag a master of the cluster, each of a slot that master serves (in the masters' order
+    of their first slot); the crawl's own tag alone on a server on its own."""
+    from redis.crc import key_slot
+
+    served = masters(client)
+    if len(served) < 2:
+        return [crawl]
+    tags = []
+    for ranges in sorted(served.values()):
+        j = 0
+        while not any(a <= key_slot(prefix_of(f"{crawl}/{j}").encode()) <= b for a, b in ranges):
+            j += 1
+        tags.append(f"{crawl}/{j}")
+    return tags
+
+
+def node_clients(client: Redis, tags: Sequence[str]) -> list[Redis]:
+    """A client for each tag: of the node serving its slot, made as ``client`` (credentials,
+    timeouts, retries), ``client`` itself for the tags its node serves."""
+    import redis
+    from redis.crc import key_slot
+
+    served = masters(client)
+    if not served:
+        return [client for _ in tags]
+    home = client.get_connection_kwargs()
+    clients: dict[tuple[str, int], Redis] = {}
+    out = []
+    for tag in tags:
+        slot = key_slot(prefix_of(tag).encode())
+        address = next(a for a, ranges in served.items() if any(s <= slot <= e for s, e in ranges))
+        if address == (home["host"], int(home["port"])):
+            out.append(client)
+            continue
+        if address not in clients:
+            kwargs = {**home, "host": address[0], "port": address[1]}
+            pool = redis.ConnectionPool(**kwargs)
+            clients[address] = redis.Redis(connection_pool=pool, single_connection_client=True)
+        out.append(clients[address])
+    return out
+
+
+def shard_keys(client: Redis, prefix: str) -> list[tuple[Redis, str]]:
+    """The client and key prefix of each frontier shard of the crawl whose keys start with
+    ``prefix``, for a command that reads them."""
+    crawl = prefix[prefix.index("{") + 1 : prefix.rindex("}")]
+    tags = shard_tags(client, crawl, decide=False)
+    return list(zip(node_clients(client, tags), map(prefix_of, tags), strict=True))
+
+
+def open_frontier(client: Redis, crawl_id: str, traversal: str = "bfs",
+                  lease_timeout: float = 60.0, **options: Any) -> RedisFrontier | ShardedFrontier:  # fmt: skip
+    """The frontier of crawl ``crawl_id`` for one worker: one :class:`RedisFrontier` on a server
+    on its own, a :class:`ShardedFrontier` on a cluster (see the module's docstring)."""
+    tags = shard_tags(client, crawl_id)
+    if tags == [crawl_id]:
+        return RedisFrontier(client, crawl_id, traversal, lease_timeout, **options)
+    if options.get("budget"):
+        raise ValueError("a page budget needs the crawl's frontier in one slot (one shard)")
+    options = {**options, "ahead": 0}  # a lease taken ahead rides on a call to its own node
+    shards = [
+        RedisFrontier(node, crawl_id, traversal, lease_timeout, tag=tag, **options)
+        for node, tag in zip(node_clients(client, tags), tags, strict=True)
+    ]
+    return ShardedFrontier(client, crawl_id, shards)
+
+
+class ShardedFrontier:
+    """The frontier of a crawl spread over a cluster's nodes: :class:`RedisFrontier` shards, one
+    a host's share, behind the same contract (see the module's docstring). ``client`` is of the
+    node serving the crawl's own slot, which its documents, run log and workers use."""
+
+    def __init__(self, client: Redis, crawl_id: str, shards: list[RedisFrontier]) -> None:
+        self.client = client
+        self.crawl_id = crawl_id
+        self.prefix = prefix_of(crawl_id)
+        self.shards = shards
+        first = shards[0]
+        self.worker = first.worker
+        self.dfs = first.dfs
+        self.lease_timeout = first.lease_timeout
+        self.max_attempts = first.max_attempts
+        conf = self.prefix + "conf"
+        # The crawl's slot keeps the taken paths in buckets of its own (its documents' script
+        # reads their number here).
+        for name, value in (
+            ("traversal", "dfs" if self.dfs else "bfs"),
+            ("buckets", first.buckets),
+        ):
+            client.hsetnx(conf, name, value)
+        self.buckets = int(client.hget(conf, "buckets") or first.buckets)
+        self.scripts = Scripts(client, {})  # the crawl's own node, for its documents' batches
+        self._next = 0  # the shard asked first for the next lease
+        self._acks: list[tuple[str, str]] | None = None  # acks held while a batch is filled
+
+    @property
+    def generation(self) -> int:
+        return self.shards[0].generation
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        for shard in self.shards:
+            shard.generation = value
+
+    @property
+    def refused(self) -> int:
+        return sum(shard.refused for shard in self.shards)
+
+    def shard(self, host: str) -> RedisFrontier:
+        """The shard of ``host``."""
+        return self.shards[shard_of(host, len(self.shards))]
+
+    def _of(self, url: str) -> RedisFrontier:
+        return self.shard(host_of(url))
+
+    def _routed(self, items: Iterable[T], url: Callable[[T], str],
+                ask: Callable[[RedisFrontier, list[T]], list[R]]) -> list[R]:  # fmt: skip
+        """``ask`` of each shard for its part of ``items`` (by each item's URL), the answers put
+        back in ``items``' order."""
+        parts: dict[int, list[tuple[int, T]]] = {}
+        for i, item in enumerate(items):
+            parts.setdefault(shard_of(host_of(url(item)), len(self.shards)), []).append((i, item))
+        answers: dict[int, R] = {}
+        for k, part in parts.items():
+            replies = ask(self.shards[k], [item for _, item in part])
+            answers.update(zip((i for i, _ in part), replies, strict=True))
+        return [answers[i] for i in range(len(answers))]
+
+    def _sum(self, count: Callable[[RedisFrontier], int]) -> int:
+        return sum(count(shard) for shard in self.shards)
+
+    # -- the Frontier protocol -------------------------------------------------------------------
+
+    def begin(self, kind: str, generation: int) -> None:
+        """:meth:`RedisFrontier.begin` of every shard; a recrawl also empties the buckets of the
+        taken paths in the crawl's slot (the stored documents mark theirs again)."""
+        for shard in self.shards:
+            shard.begin(kind, generation)
+        self.client.hset(self.prefix + "conf", "generation", generation)
+        if kind == "recrawl":
+            names = [f"{self.prefix}s:{b}" for b in range(self.buckets)]
+            for i in range(0, len(names), 1000):
+                self.client.delete(*names[i : i + 1000])
+
+    def requeue_stored(self, items: Iterable[tuple[str, str, int, bytes | None]]) -> int:
+        parts: list[list[tuple[str, str, int, bytes | None]]] = [[] for _ in self.shards]
+        queued = 0
+        for item in items:
+            k = shard_of(host_of(item[0]), len(self.shards))
+            parts[k].append(item)
+            if len(parts[k]) >= 500:
+                queued += self.shards[k].requeue_stored(parts[k])
+                parts[k] = []
+        return queued + sum(
+            shard.requeue_stored(part) for shard, part in zip(self.shards, parts, strict=True)
+        )
+
+    def seen(self, url: str) -> bool:
+        return self._of(url).seen(url)
+
+    def seen_many(self, urls: Iterable[str]) -> list[bool]:
+        return self._routed(urls, lambda url: url, RedisFrontier.seen_many)
+
+    def push(self, url: str, original: str, depth: int, key: bytes | None = None,
+             extra: str | None = None, referrer: str | None = None) -> bool:  # fmt: skip
+        return self._of(url).push(url, original, depth, key, extra, referrer)
+
+    def push_many(
+        self, items: Iterable[tuple[str, str, int, bytes | None, str | None]]
+    ) -> list[bool]:
+        return self._routed(items, lambda item: item[0], RedisFrontier.push_many)
+
+    def requeue(self, url: str, original: str, depth: int, key: bytes | None = None,
+                extra: str | None = None) -> None:  # fmt: skip
+        self._of(url).requeue(url, original, depth, key, extra)
+
+    def lease(self, now: float = 0.0, gate: Gate | None = None) -> Entry | None:
+        return self.lease_timed(now, gate).entry
+
+    def lease_timed(self, now: float = 0.0, gate: Gate | None = None) -> Lease:
+        """A lease from the shards in turn, starting after the one that gave the last: the first
+        URL one of them gives; else the most telling answer of why none did."""
+        answers = []
+        for i in range(len(self.shards)):
+            k = (self._next + i) % len(self.shards)
+            lease = self.shards[k].lease_timed(now, gate)
+            if lease.entry is not None:
+                self._next = (k + 1) % len(self.shards)
+                return lease
+            answers.append(lease)
+        return min(answers, key=lambda lease: _WHY.get(lease.status, len(_WHY)))
+
+    def ack(self, url: str, outcome: str, *, batch: Batch | None = None) -> None:
+        """:meth:`RedisFrontier.ack` on the URL's shard, after the links held for the other shards
+        are pushed (so the crawl never looks over while they are on their way). With ``batch``
+        (of the crawl's own node) the ack is sent once the batch is (:meth:`execute_leasing_ahead`)."""
+        if batch is not None:
+            if self._acks is None:
+                raise ValueError("an ack goes with a batch of execute_leasing_ahead only")
+            self._acks.append((url, outcome))
+            return
+        shard = self._of(url)
+        for other in self.shards:
+            if other is not shard:
+                other.flush()
+        shard.ack(url, outcome)
+
+    def place(self, url: str) -> tuple[bytes, bytes] | None:
+        return self._of(url).place(url)
+
+    def release(self, host: str) -> None:
+        """Nothing: see :meth:`RedisFrontier.release`."""
+
+    def next_due(self) -> float | None:
+        dues = [due for shard in self.shards if (due := shard.next_due()) is not None]
+        return min(dues) if dues else None
+
+    def pending(self) -> int:
+        return self._sum(RedisFrontier.pending)
+
+    def has_pending(self) -> bool:
+        return self.pending() > 0
+
+    def take_dropped(self) -> int:
+        return self._sum(RedisFrontier.take_dropped)
+
+    # -- batches: the crawl's own node -----------------------------------------------------------
+
+    def take_pushes(self) -> list[list[Any]]:
+        """None: links go to their shards' nodes, not in a batch of the crawl's node."""
+        return []
+
+    def add_pushes(self, batch: Batch, pushes: list[list[Any]]) -> None:
+        if pushes:
+            raise ValueError("a sharded frontier sends its pushes itself")
+
+    def pushes_sent(self, replies: list[Any]) -> None:
+        """Nothing: :meth:`take_pushes` gives none."""
+
+    def add_lease_ahead(self, batch: Batch) -> bool:
+        """None: a lease is its shard's, on its own node."""
+        return False
+
+    def execute_leasing_ahead(self, fill: Callable[[Batch], object]) -> list[Any]:
+        """The replies to a batch of the crawl's own node filled by ``fill``; an ack it adds
+        (:meth:`ack` with the batch) is sent after it, to its shard, its reply (None) last."""
+        self._acks = []
+        try:
+            replies = self.scripts.execute(fill)
+        finally:
+            acks, self._acks = self._acks, None
+        for url, outcome in acks:
+            self.ack(url, outcome)
+            replies.append(None)
+        return replies
+
+    def flush(self) -> None:
+        for shard in self.shards:
+            shard.flush()
+
+    # -- beyond the protocol ---------------------------------------------------------------------
+
+    def in_flight(self) -> int:
+        return self._sum(RedisFrontier.in_flight)
+
+    def _activity(self) -> list[int] | None:
+        """Each shard's count of URLs ever pushed, or None when a URL is queued or leased."""
+        counts = []
+        for shard in self.shards:
+            queued, leased, pushed = shard.client.hmget(
+                shard.prefix + "n", ["queued", "leased", "pushed"]
+            )
+            if int(queued or 0) or int(leased or 0):
+                return None
+            counts.append(int(pushed or 0))
+        return counts
+
+    def active(self) -> bool:
+        """Whether a URL is queued or leased in any shard. A worker acks a page after pushing its
+        links, so a look at the shards one after the other cannot miss work that moves from a
+        shard not looked at yet to one looked at already, except as a URL pushed meanwhile: the
+        crawl is over only when a second look finds every shard idle with the same counts."""
+        self.flush()
+        first = self._activity()
+        return first is None or self._activity() != first
+
+    def extend(self, url: str, seconds: float | None = None) -> float | None:
+        return self._of(url).extend(url, seconds)
+
+    def return_leases(self) -> int:
+        return self._sum(RedisFrontier.return_leases)
+
+    def pause(self, host: str, seconds: float) -> float:
+        return self.shard(host).pause(host, seconds)
+
+    def drop_host(self, host: str, chunk: int = 1000) -> int:
+        return self.shard(host).drop_host(host, chunk)
+
+    def reap(self, limit: int = 1000) -> int:
+        return sum(shard.reap(limit) for shard in self.shards)
+
+    def server_time(self) -> float:
+        return self.shards[0].server_time()
+
+    def monotonic(self, server_time: float) -> float:
+        """A server time on this process's clock (the nodes' clocks are taken to agree)."""
+        return self.shards[0].monotonic(server_time)
+
+    # -- what tests and operators read -----------------------------------------------------------
+
+    def attempts(self, url: str) -> int:
+        return self._of(url).attempts(url)
+
+    def dead_letters(self) -> list[Entry]:
+        return [entry for shard in self.shards for entry in shard.dead_letters()]
+
+    def counts(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for shard in self.shards:
+            total.update(shard.counts())
+        return dict(total)
+
+    def clear(self) -> int:
+        return self._sum(RedisFrontier.clear)
