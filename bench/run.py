@@ -68,9 +68,12 @@ TARANTULA_OUTPUTS: dict[str, tuple[str, ...]] = {
 }
 #: Tarantula sharing the crawl through a fresh Redis (bench/shared.py): the number of workers.
 SHARED_WORKERS = {"tarantula-redis1": 1, "tarantula-redis2": 2}
+#: The same through a Redis Cluster of three masters (the frontier spread over them by host).
+CLUSTER_WORKERS = {"tarantula-cluster1": 1, "tarantula-cluster2": 2}
 CRAWLERS = (
     *TARANTULA_OUTPUTS,
     *SHARED_WORKERS,
+    *CLUSTER_WORKERS,
     "scrapy",
     "scrapy-fetch",
     "scrapy-fetch-lean",
@@ -653,6 +656,10 @@ Runner = Callable[[Path, Context, int], Result]
 RUNNERS: dict[str, Runner] = {
     **{name: functools.partial(run_tarantula, crawler=name) for name in TARANTULA_OUTPUTS},
     **{name: functools.partial(run_shared, workers=n) for name, n in SHARED_WORKERS.items()},
+    **{
+        name: functools.partial(run_shared, workers=n, crawler=name, cluster=True)
+        for name, n in CLUSTER_WORKERS.items()
+    },
     "scrapy": run_scrapy,
     "scrapy-fetch": functools.partial(run_scrapy, fetch_only=True),
     "scrapy-fetch-lean": functools.partial(run_scrapy, fetch_only=True, lean=True),
@@ -779,6 +786,12 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
         + "".join(
             f"; {name}: {n} worker(s) of the same sharing the crawl through a fresh redis-server"
             for name, n in SHARED_WORKERS.items()
+            if name in crawlers
+        )
+        + "".join(
+            f"; {name}: {n} worker(s) of the same sharing the crawl through a fresh Redis Cluster "
+            "of three masters"
+            for name, n in CLUSTER_WORKERS.items()
             if name in crawlers
         )
         + f"; bare Scrapy: CrawlSpider, CONCURRENT_REQUESTS "
@@ -930,7 +943,7 @@ def shared_lines(results: list[Result]) -> list[str]:
     workers, and CPU per page (the workers', then with Redis's own)."""
     by = {m.result.crawler: m for m in medians(results)}
     base = by.get("tarantula")
-    shared = [by[name] for name in SHARED_WORKERS if name in by]
+    shared = [by[name] for name in (*SHARED_WORKERS, *CLUSTER_WORKERS) if name in by]
     if base is None or not shared or not base.pages_per_s:
         return []
     lines = ["## Shared through Redis", ""]
@@ -951,12 +964,13 @@ def shared_lines(results: list[Result]) -> list[str]:
             f"{with_redis / base.cpu_per_1k:.2f}); Redis memory a stored document: "
             f"{keys_per_doc:,.0f} bytes the crawl's keys, {redis_per_doc:,.0f} the server's growth"
         )
-    one, two = by.get("tarantula-redis1"), by.get("tarantula-redis2")
-    if one is not None and two is not None and one.pages_per_s:
-        lines.append(
-            f"- two workers / one worker: pages/s {two.pages_per_s:.1f} / {one.pages_per_s:.1f} = "
-            f"{two.pages_per_s / one.pages_per_s:.2f}"
-        )
+    for where, names in (("", SHARED_WORKERS), (" on the cluster", CLUSTER_WORKERS)):
+        one, two = (by.get(name) for name in names)
+        if one is not None and two is not None and one.pages_per_s:
+            lines.append(
+                f"- two workers / one worker{where}: pages/s {two.pages_per_s:.1f} / "
+                f"{one.pages_per_s:.1f} = {two.pages_per_s / one.pages_per_s:.2f}"
+            )
     return lines
 
 

@@ -28,15 +28,19 @@ if TYPE_CHECKING:
     from bench.run import Context, Result
 
 REDIS_SERVER = Path("/usr/bin/redis-server")
+#: A node of a Redis Cluster: its cluster file in its own folder.
+CLUSTER_NODE = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
 
 
 @dataclass
 class RedisServer:
-    """A ``redis-server`` on 127.0.0.1 for one run, keeping nothing on disk."""
+    """A ``redis-server`` on 127.0.0.1 for one run, keeping nothing on disk (``cluster``: a node
+    of a Redis Cluster, see :class:`RedisCluster`)."""
 
     folder: Path
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    cluster: bool = False
 
     def __enter__(self) -> RedisServer:
         import redis
@@ -58,6 +62,7 @@ class RedisServer:
                 str(self.folder),
                 "--logfile",
                 str(self.folder / "redis.log"),
+                *(CLUSTER_NODE if self.cluster else []),
             ],
             stdin=subprocess.DEVNULL,
         )
@@ -104,12 +109,60 @@ class RedisServer:
         held = self.used_memory()
         client = redis.Redis(host=LOOPBACK, port=self.port, socket_timeout=60)
         try:
-            keys = list(client.scan_iter("tarantula:*", count=1000))
-            for i in range(0, len(keys), 1000):
-                client.delete(*keys[i : i + 1000])
+            # One key a command: a node of a cluster deletes several only when they share a slot.
+            for key in list(client.scan_iter("tarantula:*", count=1000)):
+                client.delete(key)
         finally:
             client.close()
         return held - self.used_memory()
+
+
+class RedisCluster:
+    """A Redis Cluster of three masters on 127.0.0.1 for one run (``redis-cli --cluster
+    create``), keeping nothing on disk; its figures are its nodes' summed."""
+
+    def __init__(self, folder: Path, size: int = 3) -> None:
+        self.nodes = [RedisServer(folder / f"node-{n}", cluster=True) for n in range(size)]
+
+    def __enter__(self) -> RedisCluster:
+        import redis
+
+        for node in self.nodes:
+            node.__enter__()
+        addresses = [f"{LOOPBACK}:{node.port}" for node in self.nodes]
+        subprocess.run(
+            [str(REDIS_SERVER.with_name("redis-cli")), "--cluster", "create", *addresses,
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        for node in self.nodes:
+            client = redis.Redis(host=LOOPBACK, port=node.port, socket_timeout=5)
+            try:
+                while client.execute_command("CLUSTER INFO").get("cluster_state") != "ok":
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the Redis Cluster did not become ready")
+                    time.sleep(0.05)  # the nodes are still meeting each other
+            finally:
+                client.close()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for node in self.nodes:
+            node.__exit__(*exc)
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def cpu_seconds(self) -> float:
+        return sum(node.cpu_seconds() for node in self.nodes)
+
+    def used_memory(self) -> int:
+        return sum(node.used_memory() for node in self.nodes)
+
+    def keys_memory(self) -> int:
+        return sum(node.keys_memory() for node in self.nodes)
 
 
 def workers_command(conf: Path, workers: int) -> list[str]:
@@ -124,15 +177,16 @@ def workers_command(conf: Path, workers: int) -> list[str]:
 
 
 def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str = "",
-               tree: Path | None = None) -> Result:  # fmt: skip
-    """A crawl of the web by ``workers`` workers sharing it through a fresh Redis, run from the
-    project's tree or from ``tree`` (a baseline's worktree)."""
+               tree: Path | None = None, cluster: bool = False) -> Result:  # fmt: skip
+    """A crawl of the web by ``workers`` workers sharing it through a fresh Redis (``cluster``: a
+    fresh Redis Cluster of three masters), run from the project's tree or from ``tree`` (a
+    baseline's worktree)."""
     from bench.run import PROJECT, Result, completeness, index_urls, measure, write_tarantula_conf
 
     crawler = crawler or f"tarantula-redis{workers}"
     tree = tree or PROJECT
     folder.mkdir(parents=True)
-    with RedisServer(folder / "redis") as redis:
+    with RedisCluster(folder / "redis") if cluster else RedisServer(folder / "redis") as redis:
         conf = write_tarantula_conf(folder, ctx.web, ctx.tarantula_seeds, redis=redis.url)
         before, empty = redis.cpu_seconds(), redis.used_memory()
         m = measure(workers_command(conf, workers), tree, folder / "output.txt", ctx.timeout,

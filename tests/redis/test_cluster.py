@@ -4,6 +4,7 @@ host, one shard a master (:mod:`tarantula.store.redis.shards`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 
 import pytest
@@ -11,10 +12,11 @@ from redis.crc import key_slot
 
 from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
-from tarantula.demo.server import Resource
+from tarantula.demo.server import Handler, RequestRecord, Resource
+from tarantula.store.redis.runs import Workers
 from tarantula.store.redis.shards import shard_tags
 from tarantula.store.redis.shared import connect, crawl_id, key_prefix, serving_node
-from tests.helpers.crawls import run_crawl, run_scrapy, write_conf
+from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisCluster
 from tests.helpers.shared import figure, finish, link_lines, start_worker
 
@@ -54,17 +56,17 @@ HOSTS = [f"h{i}.test" for i in range(9)]
 PER_HOST = 24  # pages a host, besides its root
 
 
-def spread_web(web, delay: float = 0.01) -> list[str]:
+def spread_web(web, delay: float = 0.01, ready: Callable[[], bool] | None = None) -> list[str]:
     """Nine hosts: each root links to its pages and to the next host's root, each page to the
     next two and to the same page of the next host; ``/same.html`` has one body on every host
-    (content duplicates whose copies live in different shards). Returns the roots (the seeds,
-    so every host is in scope)."""
+    (content duplicates whose copies live in different shards). The roots are answered once
+    ``ready()`` holds. Returns the roots (the seeds, so every host is in scope)."""
     html = {"Content-Type": "text/html"}
     for n, host in enumerate(HOSTS):
         other = web.url(HOSTS[(n + 1) % len(HOSTS)], "/")
         links = "".join(f'<a href="/p{i}.html">{i}</a>' for i in range(PER_HOST))
         root = f'<title>{host}</title>{links}<a href="{other}">next</a><a href="/same.html">s</a>'
-        web.add(host, "/", Resource(root.encode(), headers=html, delay=delay))
+        web.add(host, "/", gated(Resource(root.encode(), headers=html, delay=delay), ready))
         web.add(host, "/same.html", Resource(b"<title>same</title>", headers=html, delay=delay))
         for i in range(PER_HOST):
             across = web.url(HOSTS[(n + 1) % len(HOSTS)], f"/p{i}.html")
@@ -74,6 +76,17 @@ def spread_web(web, delay: float = 0.01) -> list[str]:
     return [web.url(host, "/") for host in HOSTS]
 
 
+def gated(resource: Resource, ready: Callable[[], bool] | None) -> Handler:
+    if ready is None:
+        return resource
+
+    def answer(record: RequestRecord) -> Resource:
+        wait_for(ready, timeout=120)
+        return resource
+
+    return answer
+
+
 @pytest.mark.e2e
 def test_two_workers_spread_one_crawl_over_the_clusters_nodes(
     web, tmp_path, redis_cluster: RedisCluster
@@ -81,7 +94,8 @@ def test_two_workers_spread_one_crawl_over_the_clusters_nodes(
     """Named by a node that does not serve the crawl's own slot, two workers crawl nine hosts:
     the frontier's shards, one a master, each hold their hosts' keys; the index equals a
     one-process crawl's, every page is fetched once, one copy of the shared content is stored,
-    and each host's requests keep the delay across workers and nodes."""
+    and each host's requests keep the delay across workers and nodes. A recrawl then fetches
+    every page again and changes nothing."""
     seeds = spread_web(web)
     (tmp_path / "one").mkdir()
     alone = run_crawl(write_conf(tmp_path / "one", seeds, threads=4, host_concurrency=1))
@@ -90,12 +104,17 @@ def test_two_workers_spread_one_crawl_over_the_clusters_nodes(
     folder = tmp_path / "two"
     folder.mkdir()
     conf = write_conf(folder, seeds, threads=4, host_concurrency=1, delay=0.3, log_level=1,
-                      redis=redis_cluster.nodes[0].url)  # fmt: skip
+                      period=0, redis=redis_cluster.nodes[0].url)  # fmt: skip
     crawl = crawl_id(load_config(conf))
     named = (serving(redis_cluster, crawl) + 1) % len(redis_cluster.nodes)
     conf.write_text(
         conf.read_text().replace(redis_cluster.nodes[0].url, redis_cluster.nodes[named].url)
     )
+    home = connect(redis_cluster.nodes[0].url, retry_forever=False, crawl=crawl)
+    workers = Workers(home, key_prefix(crawl), "")
+    # Both workers take part in each run (with period 0 a worker starting after the other ended
+    # would begin a recrawl of its own).
+    spread_web(web, ready=lambda: {"w1", "w2"} <= set(workers.live()))
 
     finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
 
@@ -120,11 +139,7 @@ def test_two_workers_spread_one_crawl_over_the_clusters_nodes(
     # robots.txt is left out: a worker's own may hold its first page in Scrapy's download slot
     # past the start politeness booked for it, and the page then arrives late.
     assert min(gaps)[0] >= 0.25, min(gaps)
-    client = connect(redis_cluster.nodes[0].url, retry_forever=False, crawl=crawl)
-    try:
-        tags = shard_tags(client, crawl, decide=False)
-    finally:
-        client.close()
+    tags = shard_tags(home, crawl, decide=False)
     assert len(tags) == 3 and len({serving(redis_cluster, tag) for tag in tags}) == 3, tags
     keys = redis_cluster.keys_by_node("tarantula:*")
     assert all(count > 10 for count in keys), keys  # every node holds a share of the hosts
@@ -132,6 +147,16 @@ def test_two_workers_spread_one_crawl_over_the_clusters_nodes(
     assert figure(report, "documents") == str(len(HOSTS) * (PER_HOST + 1) + 1)
     duplicates = (repository / "duplicates.tsv").read_text(encoding="utf-8").splitlines()
     assert len([line for line in duplicates if "/same.html" in line]) == len(HOSTS) - 1
+    check = run_scrapy("verify", str(conf))
+    assert (check.returncode, check.stdout) == (0, ""), check.stdout + check.stderr
+
+    web.requests.clear()
+    outputs = finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+    home.close()
+    assert any("Recrawl finished (finished)" in out for out in outputs), outputs
+    again = [(r.host, r.target) for r in web.requests if r.target != "/robots.txt"]
+    assert sorted(again) == sorted(fetched)
+    assert link_lines(repository / "index.txt") == shared
     check = run_scrapy("verify", str(conf))
     assert (check.returncode, check.stdout) == (0, ""), check.stdout + check.stderr
 
