@@ -46,7 +46,7 @@ class RedisServer:
         import redis
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = node_port() if self.cluster else free_port()
         self.process = subprocess.Popen(
             [
                 str(REDIS_SERVER),
@@ -115,6 +115,22 @@ class RedisServer:
         finally:
             client.close()
         return held - self.used_memory()
+
+
+def node_port() -> int:
+    """A free port for a node of a Redis Cluster: its cluster bus takes the port 10000 above."""
+    import socket
+
+    while True:
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind((LOOPBACK, port + 10000))
+            except OSError:
+                continue
+        return port
 
 
 class RedisCluster:
