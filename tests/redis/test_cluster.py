@@ -13,8 +13,9 @@ from redis.crc import key_slot
 from tarantula.core.config import load_config
 from tarantula.core.index import parse_index
 from tarantula.demo.server import Handler, RequestRecord, Resource
+from tarantula.store.redis.frontier import RedisFrontier
 from tarantula.store.redis.runs import Workers
-from tarantula.store.redis.shards import shard_tags
+from tarantula.store.redis.shards import ShardedFrontier, open_frontier, shard_tags
 from tarantula.store.redis.shared import connect, crawl_id, key_prefix, serving_node
 from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisCluster
@@ -50,6 +51,51 @@ def test_a_client_of_any_node_talks_to_the_node_serving_the_crawl(redis_cluster:
         finally:
             client.close()
     assert redis_cluster.keys_by_node("tarantula:*")[owner] == 1
+
+
+def test_a_crawl_on_a_server_of_its_own_keeps_one_slot(redis_client):
+    frontier = open_frontier(redis_client, "c", delay=0.0)
+    assert isinstance(frontier, RedisFrontier) and frontier.prefix == key_prefix("c")
+    assert shard_tags(redis_client, "c") == ["c"]
+
+
+def test_a_clusters_shards_keep_the_frontier_contract(redis_cluster: RedisCluster):
+    """Two workers' frontiers over the three masters: each host's URLs on its shard's node, a
+    lease from every shard in turn, the crawl active until the last ack, and a URL pushed and
+    done between two looks at idle shards is seen (the end of a crawl)."""
+    crawl = "spread"
+    clients = [connect(node.url, retry_forever=False, crawl=crawl) for node in redis_cluster.nodes]
+    one = open_frontier(clients[0], crawl, delay=0.0, worker="a")
+    two = open_frontier(clients[1], crawl, delay=0.0, worker="b")
+    assert isinstance(one, ShardedFrontier) and isinstance(two, ShardedFrontier)
+    hosts = [f"h{i}.test" for i in range(12)]
+    for host in hosts:
+        assert one.push(f"http://{host}/", f"http://{host}/", 0)
+    one.flush()
+    for host in hosts:
+        assert one.shard(host).client.hexists(one.shard(host).prefix + "next", host)
+    assert len({one.shard(host).prefix for host in hosts}) == 3
+    asked = [f"http://{h}/" for h in hosts[:3]] + ["http://new.test/"]
+    assert two.seen_many(asked) == [True, True, True, False]
+    assert one.pending() == len(hosts) and one.active()
+    leased = [entry for f in (one, two) * 6 if (entry := f.lease()) is not None]
+    assert sorted(e.host for e in leased) == sorted(hosts)
+    assert (one.in_flight(), one.pending()) == (len(hosts), 0)
+    for entry in leased[:-1]:
+        one.ack(entry.url, "stored")
+    assert one.active() and two.active()  # the last lease is out
+    two.ack(leased[-1].url, "stored")
+    assert not one.active()
+    looked = one._activity()
+    assert looked is not None
+    two.push("http://h0.test/late", "http://h0.test/late", 1)
+    late = two.lease()
+    assert late is not None and late.url == "http://h0.test/late"
+    two.ack(late.url, "stored")
+    assert one._activity() not in (None, looked)  # idle again, but a URL came and went
+    assert one.counts()["outcome/stored"] == len(hosts) + 1
+    for client in clients:
+        client.close()
 
 
 HOSTS = [f"h{i}.test" for i in range(9)]

@@ -63,6 +63,21 @@ AHEAD_PART = 0.25
 LAYOUT = "2"
 
 
+#: The URLs a crawl expects unless told (they size the seen-set's buckets).
+EXPECTED_URLS = 1_000_000
+
+
+def bucket_count(expected: int) -> int:
+    """How many seen-set buckets hold ``expected`` members: about 256 a bucket, a power of two. A
+    bucket stays an intset up to 512 (set-max-intset-entries), so the crawl may double before
+    buckets grow to hash tables.
+
+    >>> bucket_count(1_000_000), bucket_count(1_000), bucket_count(1)
+    (4096, 4, 1)
+    """
+    return 1 << max(0, (max(1, expected) // 256 - 1).bit_length())
+
+
 def pushed(replies: list[Any]) -> list[bool]:
     """Whether each push was queued, from the replies of the script calls that carried them."""
     return [bool(queued) for reply in replies for queued in reply]
@@ -91,7 +106,7 @@ class RedisFrontier(Inspection):
     def __init__(self, client: Redis, crawl_id: str, traversal: str = "bfs",
                  lease_timeout: float = 60.0, *, delay: float = 1.0, concurrency: int = 1,
                  worker: str | None = None, budget: int = 0, max_attempts: int = 3,
-                 expected_urls: int = 1_000_000, poll: float = 0.5, ahead: int = 0,
+                 expected_urls: int = EXPECTED_URLS, poll: float = 0.5, ahead: int = 0,
                  tag: str | None = None) -> None:  # fmt: skip
         if traversal not in ("bfs", "dfs"):
             raise ValueError(f"traversal is bfs or dfs, not {traversal!r}")
@@ -136,9 +151,7 @@ class RedisFrontier(Inspection):
     def _configure(self, traversal: str, expected_urls: int, delay: float, concurrency: int,
                    lease_timeout: float, budget: int, max_attempts: int) -> int:  # fmt: skip
         conf = self.prefix + "conf"
-        # About 256 URLs a bucket at the expected size: a bucket stays an intset up to 512
-        # (set-max-intset-entries), so the crawl may double before buckets grow to hash tables.
-        buckets = 1 << max(0, (max(1, expected_urls) // 256 - 1).bit_length())
+        buckets = bucket_count(expected_urls)
         pipe = self.client.pipeline(transaction=True)
         pipe.hget(conf, "layout")
         pipe.hsetnx(conf, "traversal", traversal)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tarantula.core.frontier import Entry, Gate, host_of
 from tarantula.store.redis.codec import Lease
-from tarantula.store.redis.frontier import RedisFrontier
+from tarantula.store.redis.frontier import EXPECTED_URLS, RedisFrontier, bucket_count
 from tarantula.store.redis.transport import Batch, Scripts
 
 if TYPE_CHECKING:
@@ -147,20 +147,25 @@ def open_frontier(client: Redis, crawl_id: str, traversal: str = "bfs",
         return RedisFrontier(client, crawl_id, traversal, lease_timeout, **options)
     if options.get("budget"):
         raise ValueError("a page budget needs the crawl's frontier in one slot (one shard)")
-    options = {**options, "ahead": 0}  # a lease taken ahead rides on a call to its own node
+    expected = options.pop("expected_urls", EXPECTED_URLS)
+    # A shard's seen-set holds its hosts' URLs; no lease is taken ahead (it would ride on a call
+    # to the crawl's own node).
+    options.update(ahead=0, expected_urls=max(1, expected // len(tags)))
     shards = [
         RedisFrontier(node, crawl_id, traversal, lease_timeout, tag=tag, **options)
         for node, tag in zip(node_clients(client, tags), tags, strict=True)
     ]
-    return ShardedFrontier(client, crawl_id, shards)
+    return ShardedFrontier(client, crawl_id, shards, bucket_count(expected))
 
 
 class ShardedFrontier:
     """The frontier of a crawl spread over a cluster's nodes: :class:`RedisFrontier` shards, one
     a host's share, behind the same contract (see the module's docstring). ``client`` is of the
-    node serving the crawl's own slot, which its documents, run log and workers use."""
+    node serving the crawl's own slot, which its documents, run log and workers use; ``buckets``
+    the number of seen-set buckets there for the stored documents' paths."""
 
-    def __init__(self, client: Redis, crawl_id: str, shards: list[RedisFrontier]) -> None:
+    def __init__(self, client: Redis, crawl_id: str, shards: list[RedisFrontier],
+                 buckets: int) -> None:  # fmt: skip
         self.client = client
         self.crawl_id = crawl_id
         self.prefix = prefix_of(crawl_id)

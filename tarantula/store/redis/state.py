@@ -101,6 +101,8 @@ class RedisState:
             run = self.runs.begin(now)
         finally:
             self.client.delete(lock)
+        if getattr(self.frontier, "shards", None):
+            self.workers.beat()  # the frontier's shards' copies of the registry too
         self._next_beat = time.monotonic() + self.workers.ttl / 6  # begin counts as a beat
         if run.joined or run.kind == "recrawl":  # a recrawl's frontier is ready (see above)
             self.frontier.generation = run.generation
