@@ -139,6 +139,7 @@ class RedisCluster:
 
     def __init__(self, folder: Path, size: int = 3) -> None:
         self.nodes = [RedisServer(folder / f"node-{n}", cluster=True) for n in range(size)]
+        self.node_keys: list[int] = []  # what the crawl's keys hold on each node (keys_memory)
 
     def __enter__(self) -> RedisCluster:
         import redis
@@ -178,7 +179,8 @@ class RedisCluster:
         return sum(node.used_memory() for node in self.nodes)
 
     def keys_memory(self) -> int:
-        return sum(node.keys_memory() for node in self.nodes)
+        self.node_keys = [node.keys_memory() for node in self.nodes]
+        return sum(self.node_keys)
 
 
 def workers_command(conf: Path, workers: int) -> list[str]:
@@ -216,6 +218,9 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
     notes = [f"{crawler}, run {run}: Redis used {redis_cpu:.1f} CPU s, and holds {redis_bytes:,} "
              f"bytes more than empty: {per_doc:,.0f} a stored document; the crawl's keys "
              f"{keys_bytes:,}: {keys_bytes / max(1, len(set(urls))):,.0f} a stored document"]  # fmt: skip
+    if isinstance(redis, RedisCluster):
+        shares = ", ".join(f"{held:,}" for held in redis.node_keys)
+        notes.append(f"{crawler}, run {run}: the crawl's keys by node (bytes): {shares}")
     if missing:
         notes.append(f"{crawler}: {len(missing)} manifest URLs not indexed: {missing[:3]}")
     if len(urls) != len(set(urls)):
