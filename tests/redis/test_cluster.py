@@ -180,11 +180,14 @@ def test_two_workers_spread_one_crawl_over_the_clusters_nodes(
     for times in by_host.values():
         times.sort()
     gaps = [(b[0] - a[0], a, b) for times in by_host.values() for a, b in pairwise(times)]
-    # Arrival times are the server's: a request may arrive a little early or late against the
-    # time it was let go, by the loopback's and the server thread's jitter (well under 50 ms).
-    # robots.txt is left out: a worker's own may hold its first page in Scrapy's download slot
-    # past the start politeness booked for it, and the page then arrives late.
-    assert min(gaps)[0] >= 0.25, min(gaps)
+    # Arrival times are the server's: a request reaches it some time after politeness let it
+    # go (through Scrapy's download slot and a connection's setup), a time that a loaded machine
+    # stretches: the first of two requests let go 0.3 s apart may arrive 60 ms late, and the
+    # gap then looks that much shorter. Workers that did not share each host's gate would send
+    # requests to a host together, gaps near 0. (robots.txt is left out: a worker's own may hold
+    # its first page in the download slot past the start booked for it.)
+    assert min(gaps)[0] >= 0.15, min(gaps)
+    assert sorted(gaps)[len(gaps) // 2][0] >= 0.29, sorted(gaps)[len(gaps) // 2]
     tags = shard_tags(home, crawl, decide=False)
     assert len(tags) == 3 and len({serving(redis_cluster, tag) for tag in tags}) == 3, tags
     keys = redis_cluster.keys_by_node("tarantula:*")
