@@ -177,6 +177,8 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         for node, shard in shard_keys(client, prefix):  # the frontier's shards: their outcomes
             raw = cast("dict[bytes, bytes]", node.hgetall(shard + "outcome"))
             outcomes.update({key.decode(): int(value) for key, value in raw.items()})
+            if node is not client:
+                node.close()
         requisites = outcomes.pop("requisite", 0)  # page requisites kept: not documents' URLs
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None

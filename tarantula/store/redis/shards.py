@@ -124,7 +124,9 @@ def node_clients(client: Redis, tags: Sequence[str]) -> list[Redis]:
             continue
         if address not in clients:
             kwargs = {**home, "host": address[0], "port": address[1]}
-            pool = redis.ConnectionPool(**kwargs)
+            pool = redis.ConnectionPool(
+                connection_class=client.connection_pool.connection_class, **kwargs
+            )
             clients[address] = redis.Redis(connection_pool=pool, single_connection_client=True)
         out.append(clients[address])
     return out
