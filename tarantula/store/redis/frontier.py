@@ -502,6 +502,11 @@ class RedisFrontier(Inspection):
         self._places.pop(url, None)
         self._run("ack", url_id(url)[0], outcome, batch=batch)
 
+    def registry_copies(self) -> list[tuple[Redis, str]]:
+        """Where the live workers' registry is copied for this frontier's scripts, as (client, key
+        prefix): nowhere, as they read the crawl's own (see :mod:`tarantula.store.redis.shards`)."""
+        return []
+
     def place(self, url: str) -> tuple[bytes, bytes] | None:
         """Where ``url``, leased by this worker and not acknowledged yet, stood in its host's queue:
         its depth (4 bytes) and its queue member without the URL hash; None when unknown."""

@@ -47,12 +47,12 @@ class Workers:
         self.ttl = ttl
         self._beat = client.register_script(_BEAT)
         self._live = client.register_script(_LIVE)
-        self._copies = [(shard.register_script(_BEAT), key + "workers") for shard, key in shards]
+        self.copies = [(shard.register_script(_BEAT), key + "workers") for shard, key in shards]
 
     def beat(self) -> float:
         """This worker is alive: it stays live ``ttl`` seconds from now. Returns that deadline."""
         args = [self.worker, repr(float(self.ttl))]
-        for beat, key in self._copies:
+        for beat, key in self.copies:
             beat(keys=[key], args=args)
         return float(self._beat(keys=[self.key], args=args))
 
@@ -62,7 +62,7 @@ class Workers:
 
     def leave(self) -> None:
         """This worker stops: it is no longer live (its claims stop counting)."""
-        for beat, key in self._copies:
+        for beat, key in self.copies:
             beat.registered_client.hdel(key, self.worker)
         self.client.hdel(self.key, self.worker)
 

@@ -305,6 +305,10 @@ class ShardedFrontier:
     def place(self, url: str) -> tuple[bytes, bytes] | None:
         return self._of(url).place(url)
 
+    def registry_copies(self) -> list[tuple[Redis, str]]:
+        """Every shard: its lease script reads the live workers on its own node."""
+        return [(shard.client, shard.prefix) for shard in self.shards]
+
     def release(self, host: str) -> None:
         """Nothing: see :meth:`RedisFrontier.release`."""
 

@@ -56,11 +56,9 @@ class RedisState:
             worker=worker, **frontier_options,
         )  # fmt: skip
         prefix = self.frontier.prefix
-        shards = getattr(self.frontier, "shards", ())
         self.workers = Workers(
-            client, prefix, self.frontier.worker, worker_ttl,
-            [(shard.client, shard.prefix) for shard in shards],
-        )  # fmt: skip
+            client, prefix, self.frontier.worker, worker_ttl, self.frontier.registry_copies()
+        )
         self.runs = RedisRunLog(client, prefix, self.workers)
         # A worker without a folder keeps its records apart from every folder's.
         folder_id = secrets.token_hex(8) if folder is None else folder_id_of(folder)
@@ -101,8 +99,8 @@ class RedisState:
             run = self.runs.begin(now)
         finally:
             self.client.delete(lock)
-        if getattr(self.frontier, "shards", None):
-            self.workers.beat()  # the frontier's shards' copies of the registry too
+        if self.workers.copies:
+            self.workers.beat()  # the registry's copies, which beginning the run does not write
         self._next_beat = time.monotonic() + self.workers.ttl / 6  # begin counts as a beat
         if run.joined or run.kind == "recrawl":  # a recrawl's frontier is ready (see above)
             self.frontier.generation = run.generation
