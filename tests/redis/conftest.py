@@ -54,17 +54,30 @@ def redis_client(redis_server: RedisServer) -> Iterator[redis.Redis]:
     client.close()
 
 
-@pytest.fixture
-def redis_cluster(tmp_path: Path) -> Iterator[RedisCluster]:
-    """A real Redis Cluster of three masters on 127.0.0.1 (``redis-cli --cluster create``)."""
+@pytest.fixture(scope="module")
+def cluster_of_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A real Redis Cluster of three masters on 127.0.0.1 (``redis-cli --cluster create``), one a
+    test module: making one takes the nodes seconds of meeting each other."""
     if redis is None:
         _unavailable("redis-py is not installed (pip install -e '.[redis]')")
     for program in (REDIS_SERVER, REDIS_CLI):
         if not program.exists():
             _unavailable(f"{program} is missing (apt-get install redis-server)")
-    cluster = RedisCluster(tmp_path / "cluster")
+    cluster = RedisCluster(tmp_path_factory.mktemp("cluster"))
     try:
         cluster.start()
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster(cluster_of_module: RedisCluster) -> RedisCluster:
+    """The module's cluster, emptied for the test (every node's keys deleted)."""
+    for node in cluster_of_module.nodes:
+        client = node.client()
+        try:
+            client.flushall()
+        finally:
+            client.close()
+    return cluster_of_module

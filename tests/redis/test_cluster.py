@@ -21,7 +21,8 @@ from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
 from tests.helpers.redis_server import RedisCluster
 from tests.helpers.shared import figure, finish, link_lines, start_worker
 
-pytestmark = [pytest.mark.redis]
+# One cluster serves the module's tests (see conftest), on one worker of the parallel run.
+pytestmark = [pytest.mark.redis, pytest.mark.xdist_group("redis-cluster")]
 
 
 def serving(cluster: RedisCluster, crawl: str) -> int:
@@ -99,7 +100,7 @@ def test_a_clusters_shards_keep_the_frontier_contract(redis_cluster: RedisCluste
 
 
 HOSTS = [f"h{i}.test" for i in range(9)]
-PER_HOST = 24  # pages a host, besides its root
+PER_HOST = 12  # pages a host, besides its root
 
 
 def spread_web(web, delay: float = 0.01, ready: Callable[[], bool] | None = None) -> list[str]:
