@@ -69,6 +69,9 @@ def test_a_clusters_shards_keep_the_frontier_contract(redis_cluster: RedisCluste
     one = open_frontier(clients[0], crawl, delay=0.0, worker="a")
     two = open_frontier(clients[1], crawl, delay=0.0, worker="b")
     assert isinstance(one, ShardedFrontier) and isinstance(two, ShardedFrontier)
+    # Each shard's seen-set is sized for its third of a million URLs; the crawl's own slot's path
+    # buckets for every stored document.
+    assert {shard.buckets for shard in one.shards} == {2048} and one.buckets == two.buckets == 4096
     hosts = [f"h{i}.test" for i in range(12)]
     for host in hosts:
         assert one.push(f"http://{host}/", f"http://{host}/", 0)

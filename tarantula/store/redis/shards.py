@@ -178,14 +178,11 @@ class ShardedFrontier:
         self.lease_timeout = first.lease_timeout
         self.max_attempts = first.max_attempts
         conf = self.prefix + "conf"
-        # The crawl's slot keeps the taken paths in buckets of its own (its documents' script
-        # reads their number here).
-        for name, value in (
-            ("traversal", "dfs" if self.dfs else "bfs"),
-            ("buckets", first.buckets),
-        ):
+        # The crawl's slot keeps the taken paths, every host's, in ``buckets`` buckets of its own
+        # (its documents' script reads their number here).
+        for name, value in (("traversal", "dfs" if self.dfs else "bfs"), ("buckets", buckets)):
             client.hsetnx(conf, name, value)
-        self.buckets = int(client.hget(conf, "buckets") or first.buckets)
+        self.buckets = int(client.hget(conf, "buckets") or buckets)
         self.scripts = Scripts(client, {})  # the crawl's own node, for its documents' batches
         self._next = 0  # the shard asked first for the next lease
         self._acks: list[tuple[str, str]] | None = None  # acks held while a batch is filled
