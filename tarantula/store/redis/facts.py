@@ -23,7 +23,7 @@ from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read
 from tarantula.core.report import RunRow, StateFigures
 from tarantula.core.requisites import Requisite
 from tarantula.store.redis.essentials import Essentials
-from tarantula.store.redis.shared import RedisUnreachable, read_crawl
+from tarantula.store.redis.shared import RedisUnreachable, crawl_id, read_crawl
 
 T = TypeVar("T")
 
@@ -174,7 +174,8 @@ def state_figures(config: CrawlConfig) -> StateFigures:
             if data.get("generation") == generation
         )
         outcomes: Counter[str] = Counter()
-        for node, shard in shard_keys(client, prefix):  # the frontier's shards: their outcomes
+        # The frontier's shards (one on a server on its own): their outcomes.
+        for node, shard in shard_keys(client, crawl_id(config)):
             raw = cast("dict[bytes, bytes]", node.hgetall(shard + "outcome"))
             outcomes.update({key.decode(): int(value) for key, value in raw.items()})
             if node is not client:

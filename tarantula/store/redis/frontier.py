@@ -32,6 +32,7 @@ from tarantula.store.redis.codec import (
 )
 from tarantula.store.redis.inspection import Inspection
 from tarantula.store.redis.lua import lua
+from tarantula.store.redis.shared import key_prefix
 from tarantula.store.redis.transport import Batch, Scripts
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class RedisFrontier(Inspection):
             raise ValueError("lease_timeout > 0, concurrency >= 1 and max_attempts >= 1 are needed")
         self.client = client
         self.crawl_id = crawl_id
-        self.prefix = f"tarantula:{{{tag}}}:"
+        self.prefix = key_prefix(tag)
         self.keys = [self.prefix + name for name in KEYS]
         self.worker = worker or default_worker()
         self.dfs = traversal == "dfs"

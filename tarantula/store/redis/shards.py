@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from tarantula.core.frontier import Entry, Gate, host_of
 from tarantula.store.redis.codec import Lease
 from tarantula.store.redis.frontier import EXPECTED_URLS, RedisFrontier, bucket_count
+from tarantula.store.redis.shared import key_prefix, masters, serving
 from tarantula.store.redis.transport import Batch, Scripts
 
 if TYPE_CHECKING:
@@ -42,11 +43,6 @@ R = TypeVar("R")
 
 #: Why a lease attempt gave nothing, from the most telling: a shard's answer other than idle wins.
 _WHY = {"gate": 0, "share": 1, "budget": 2, "dropped": 3, "idle": 4}
-
-
-def prefix_of(tag: str) -> str:
-    """The prefix of the keys with hash tag ``tag``."""
-    return f"tarantula:{{{tag}}}:"
 
 
 def shard_of(host: str, shards: int) -> int:
@@ -65,7 +61,7 @@ def shard_tags(client: Redis, crawl: str, decide: bool = True) -> list[str]:
     """The hash tags of crawl ``crawl``'s frontier shards, from its ``conf``; the first worker of a
     crawl decides them (:func:`cluster_tags`; a reader, ``decide`` false, takes the crawl's own
     tag). A crawl begun before it had shards keeps one."""
-    conf = prefix_of(crawl) + "conf"
+    conf = key_prefix(crawl) + "conf"
     stored, begun = cast("list[bytes | None]", client.hmget(conf, ["shards", "traversal"]))
     if stored is None:
         if not decide or begun is not None:
@@ -73,18 +69,6 @@ def shard_tags(client: Redis, crawl: str, decide: bool = True) -> list[str]:
         client.hsetnx(conf, "shards", " ".join(cluster_tags(client, crawl)))
         stored = cast("bytes", client.hget(conf, "shards"))
     return stored.decode().split()
-
-
-def masters(client: Redis) -> dict[tuple[str, int], list[tuple[int, int]]]:
-    """The masters of the cluster ``client``'s server belongs to, with the slot ranges each serves;
-    empty for a server on its own."""
-    if not int(client.info("cluster").get("cluster_enabled", 0)):
-        return {}
-    served: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for start, end, master, *_ in client.execute_command("CLUSTER SLOTS"):
-        host = master[0].decode() if master[0] else client.get_connection_kwargs()["host"]
-        served.setdefault((host, int(master[1])), []).append((int(start), int(end)))
-    return served
 
 
 def cluster_tags(client: Redis, crawl: str) -> list[str]:
@@ -98,7 +82,7 @@ def cluster_tags(client: Redis, crawl: str) -> list[str]:
     tags = []
     for ranges in sorted(served.values()):
         j = 0
-        while not any(a <= key_slot(prefix_of(f"{crawl}/{j}").encode()) <= b for a, b in ranges):
+        while not any(a <= key_slot(key_prefix(f"{crawl}/{j}").encode()) <= b for a, b in ranges):
             j += 1
         tags.append(f"{crawl}/{j}")
     return tags
@@ -108,20 +92,15 @@ def node_clients(client: Redis, tags: Sequence[str]) -> list[Redis]:
     """A client for each tag: of the node serving its slot, made as ``client`` (credentials,
     timeouts, retries), ``client`` itself for the tags its node serves."""
     import redis
-    from redis.crc import key_slot
 
     served = masters(client)
     if not served:
         return [client for _ in tags]
     home = client.get_connection_kwargs()
-    clients: dict[tuple[str, int], Redis] = {}
+    clients: dict[tuple[str, int], Redis] = {(home["host"], int(home["port"])): client}
     out = []
     for tag in tags:
-        slot = key_slot(prefix_of(tag).encode())
-        address = next(a for a, ranges in served.items() if any(s <= slot <= e for s, e in ranges))
-        if address == (home["host"], int(home["port"])):
-            out.append(client)
-            continue
+        address = serving(served, tag)
         if address not in clients:
             kwargs = {**home, "host": address[0], "port": address[1]}
             pool = redis.ConnectionPool(
@@ -132,12 +111,11 @@ def node_clients(client: Redis, tags: Sequence[str]) -> list[Redis]:
     return out
 
 
-def shard_keys(client: Redis, prefix: str) -> list[tuple[Redis, str]]:
-    """The client and key prefix of each frontier shard of the crawl whose keys start with
-    ``prefix``, for a command that reads them."""
-    crawl = prefix[prefix.index("{") + 1 : prefix.rindex("}")]
+def shard_keys(client: Redis, crawl: str) -> list[tuple[Redis, str]]:
+    """The client and key prefix of each frontier shard of crawl ``crawl``, for a command that
+    reads them."""
     tags = shard_tags(client, crawl, decide=False)
-    return list(zip(node_clients(client, tags), map(prefix_of, tags), strict=True))
+    return list(zip(node_clients(client, tags), map(key_prefix, tags), strict=True))
 
 
 def open_frontier(client: Redis, crawl_id: str, traversal: str = "bfs",
@@ -170,7 +148,7 @@ class ShardedFrontier:
                  buckets: int) -> None:  # fmt: skip
         self.client = client
         self.crawl_id = crawl_id
-        self.prefix = prefix_of(crawl_id)
+        self.prefix = key_prefix(crawl_id)
         self.shards = shards
         first = shards[0]
         self.worker = first.worker

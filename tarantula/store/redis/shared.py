@@ -141,20 +141,36 @@ def node_url(url: str, host: str, port: int) -> str:
     return urlunsplit(parts._replace(netloc=f"{credentials}@{address}" if credentials else address))
 
 
+def masters(client: Redis) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """The masters of the Redis Cluster ``client``'s server belongs to, by address, with the slot
+    ranges each serves (``CLUSTER SLOTS``); empty for a server on its own."""
+    if not int(client.info("cluster").get("cluster_enabled", 0)):
+        return {}
+    served: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for start, end, master, *_ in client.execute_command("CLUSTER SLOTS"):
+        host = master[0].decode() if master[0] else client.get_connection_kwargs()["host"]
+        served.setdefault((host, int(master[1])), []).append((int(start), int(end)))
+    return served
+
+
+def serving(served: dict[tuple[str, int], list[tuple[int, int]]], tag: str) -> tuple[str, int]:
+    """The address of the master, among ``served`` (:func:`masters`), that serves the keys with
+    hash tag ``tag``; :class:`RedisUnreachable` when none does (a cluster that is not ready)."""
+    from redis.crc import key_slot
+
+    slot = key_slot(key_prefix(tag).encode())
+    for address, ranges in served.items():
+        if any(start <= slot <= end for start, end in ranges):
+            return address
+    raise RedisUnreachable(f"no node of the Redis Cluster serves slot {slot} (keys tagged {tag})")
+
+
 def serving_node(client: Redis, crawl: str) -> tuple[str, int] | None:
     """The address of the node serving crawl ``crawl``'s hash slot when ``client``'s server is a
     node of a Redis Cluster; None for a server on its own. :class:`RedisUnreachable` when no node
     serves the slot (a cluster that is not ready)."""
-    from redis.crc import key_slot
-
-    if not int(client.info("cluster").get("cluster_enabled", 0)):
-        return None
-    slot = key_slot(key_prefix(crawl).encode())
-    for start, end, master, *_ in client.execute_command("CLUSTER SLOTS"):
-        if start <= slot <= end:
-            host = master[0].decode() if master[0] else client.get_connection_kwargs()["host"]
-            return host, int(master[1])
-    raise RedisUnreachable(f"no node of the Redis Cluster serves slot {slot} (crawl {crawl})")
+    served = masters(client)
+    return serving(served, crawl) if served else None
 
 
 _START = lua("wire_start")
@@ -268,5 +284,6 @@ def shared_last_run(config: CrawlConfig) -> Run | None:
 
 
 def key_prefix(crawl: str) -> str:
-    """The prefix of every key of crawl ``crawl`` (its id is the keys' hash tag)."""
+    """The prefix of every key of crawl ``crawl`` (its id is the keys' hash tag), or of the keys
+    with hash tag ``crawl`` (a frontier shard's, :mod:`tarantula.store.redis.shards`)."""
     return f"tarantula:{{{crawl}}}:"
