@@ -5,10 +5,11 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test test-fast lint check clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml conf/tarantula-warnings.pth
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	cp conf/tarantula-warnings.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 	touch $@
 
 # pywb and py-wacz, for the replay and WACZ tests (tests/helpers/replay.py), in an environment of
