@@ -23,11 +23,12 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.layout import folder_id_of, read_folder_id
 from tarantula.core.urls import url_md5
-from tarantula.store.redis import documents as redis_documents
+from tarantula.store.redis import transport as redis_transport
 from tarantula.store.redis.codec import url_id
 from tarantula.store.redis.documents import RedisDocumentStore, register_writer
 from tarantula.store.redis.runs import RedisRunLog, Workers, last_run
 from tarantula.store.redis.state import RedisState
+from tarantula.store.redis.transport import Batch
 
 pytestmark = pytest.mark.redis
 
@@ -246,9 +247,16 @@ def test_the_mirror_s_question_answered_with_the_content_claim(redis_client, mon
     a.ahead_for = 600.0  # seconds an answer serves: longer than this test, however slow
     held = doc("http://h.test/held", md5=content_md5("m0"))
     a.store(held)
-    asked: list[int] = []  # the mirror's own round trips, counted around the real ones
-    real_send = redis_documents.send
-    monkeypatch.setattr(redis_documents, "send", lambda *args: asked.append(1) or real_send(*args))
+    # The mirror's own round trips (questions, no script), counted around the real ones.
+    asked: list[int] = []
+    real_send = redis_transport.send
+
+    def send(client: Any, batch: Batch) -> list[Any]:
+        if all(command[0] != "EVALSHA" for command in batch.commands):
+            asked.append(1)
+        return real_send(client, batch)
+
+    monkeypatch.setattr(redis_transport, "send", send)
     # Asked with the claim: the URL's record and the path's owner come back in its round trip.
     assert a.claim_content(content_md5("m1"), "http://h.test/x", path="h.test/x.html") is None
     assert a.claim_content(content_md5("m2"), "http://h.test/y", path=held.path) is None
@@ -540,7 +548,9 @@ def test_a_recrawl_queues_every_stored_document_again(redis_client):
     assert entry is not None
     record = IndexRecord("1" * 32, url, "http://h.test/doc#top", None, None, None, None, None)
     stored = StoredDocument(url, "h.test/doc.html", "0" * 32, None, None, format_record(record))
-    a.stored(stored)  # the record, and the URL done: one round trip
+    a.stored(stored)  # the record, and the URL done: held for the worker's next call to Redis
+    assert a.documents.document(url) is None
+    a.commit()  # sent, in one round trip
     found = a.documents.document(url)
     assert found is not None and found.record.split("\t")[1:] == stored.record.split("\t")[1:]
     assert not a.frontier.active()  # the lease ended
@@ -609,11 +619,11 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
         a.frontier.push(url, url, 0)
     first = a.frontier.lease()
     assert first is not None and a.frontier.in_flight() == 1
-    # The claim of a page that will be stored, and its store, each take the next lease with them.
+    # The claim of a page that will be stored takes the next lease with it.
     assert a.documents.claim_content(content_md5("m0"), first.url, path="h.test/0.html") is None
     assert a.frontier.in_flight() == 2  # leased in Redis, held by the worker
-    a.stored(doc(first.url, md5=content_md5("m0")))
-    assert a.frontier.in_flight() == 2  # the page's lease ended, another began
+    a.stored(doc(first.url, md5=content_md5("m0")))  # held for the next call: ...
+    assert a.frontier.in_flight() == 1  # ... here, which takes no lease: the page's lease ended
     assert (
         a.documents.claim_content(content_md5("m1"), "http://h.test/1", path="h.test/1.html")
         is None
@@ -622,7 +632,7 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
         a.documents.claim_content(content_md5("m2"), "http://h.test/2", path="h.test/2.html")
         is None
     )
-    assert a.frontier.in_flight() == 2  # two held at most: these claims took none
+    assert a.frontier.in_flight() == 2  # two held at most: the second claim took none
     # The scheduler gets them in the order they were taken, and no lease is taken for them.
     calls = redis_client.info("commandstats")["cmdstat_evalsha"]["calls"]
     held = [a.frontier.lease(), a.frontier.lease()]
@@ -646,6 +656,10 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     # The worker's leases, held ones included, go back when it stops.
     a.frontier.ahead_for = 600.0
     a.stored(doc(fresh.url, md5=content_md5("m4")))
+    assert (
+        a.documents.claim_content(content_md5("m5"), "http://h.test/5", path="h.test/5.html")
+        is None
+    )  # the store went with it, and a lease was taken ahead
     assert (a.frontier.in_flight(), a.frontier.pending()) == (4, 0)
     a.close()
     b = state(redis_client, "b", None)
@@ -665,10 +679,15 @@ def test_with_one_slot_a_host_a_lease_is_taken_ahead_while_another_host_is_due(r
         a.documents.claim_content(content_md5("m1"), first.url, path="h1.test/index.html") is None
     )
     assert a.frontier.in_flight() == 2  # h2's one slot: h3 is due as well
-    a.stored(doc(first.url, md5=content_md5("m1")))  # h1's slot is free again: h1 and h3 are due
-    assert a.frontier.in_flight() == 2
+    a.stored(doc(first.url, md5=content_md5("m1")))
+    assert a.frontier.in_flight() == 1  # sent: h1's slot is free again, h1 and h3 are due
     assert (
         a.documents.claim_content(content_md5("m2"), "http://x.test/", path="x.test/index.html")
+        is None
+    )
+    assert a.frontier.in_flight() == 2  # h1's next URL taken ahead
+    assert (
+        a.documents.claim_content(content_md5("m3"), "http://y.test/", path="y.test/index.html")
         is None
     )
     assert a.frontier.in_flight() == 2  # h3 is the only host due: its one slot is left
@@ -736,7 +755,9 @@ def test_a_dropped_host_met_by_a_lease_taken_ahead_is_dropped_at_once(redis_clie
     b.frontier.drop_host("gone.test")
     b.frontier.push("http://gone.test/1", "http://gone.test/1", 0)  # queued after the drop
     b.frontier.flush()
-    a.stored(doc(first.url, md5=content_md5("m1")))  # its lease ahead meets the dropped host
+    # The page's claim takes a lease ahead, which meets the dropped host.
+    assert a.documents.claim_content(content_md5("m1"), first.url, path="h.test/i.html") is None
+    a.stored(doc(first.url, md5=content_md5("m1")))
     assert (a.frontier.pending(), a.frontier.in_flight(), a.frontier.active()) == (0, 0, False)
     assert a.frontier.take_dropped() == 1
     a.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -24,7 +24,7 @@ from tarantula.store.redis.essentials import (
 from tarantula.store.redis.lua import lua
 from tarantula.store.redis.records import RecordFile, folder_files
 from tarantula.store.redis.runs import _decode
-from tarantula.store.redis.transport import Batch, Scripts, send
+from tarantula.store.redis.transport import Batch, Scripts
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -107,7 +107,17 @@ class RedisDocumentStore(OutputFiles):
         self._buckets: int | None = None if frontier is None else frontier.buckets
 
     def _run(self, name: str, *args: Any) -> Any:
-        return self.scripts.run(name, self.keys, [self.prefix, *args])
+        if self.frontier is None:
+            return self.scripts.run(name, self.keys, [self.prefix, *args])
+        return self._execute(lambda b: self.scripts.add(b, name, self.keys, [self.prefix, *args]))[
+            0
+        ]
+
+    def _execute(self, fill: Callable[[Batch], object]) -> list[Any]:
+        """The replies to a batch filled by ``fill``, sent with what the worker's frontier holds
+        for its next call to Redis (:meth:`~tarantula.store.redis.frontier.RedisFrontier.hold`:
+        a page stored before, whose record must be in before this store is asked again)."""
+        return (self.scripts if self.frontier is None else self.frontier).execute(fill)
 
     def _recorded(self, url: str, path: str) -> None:
         """The document of ``url`` is recorded at ``path``, or removed from it: answers taken
@@ -118,10 +128,10 @@ class RedisDocumentStore(OutputFiles):
 
     def document(self, url: str) -> StoredDocument | None:
         """The stored document of ``url`` as Redis keeps it: its record is the record line without
-        the title (the folder's index record has it, and the links)."""
-        return _essentials(
-            cast("bytes | None", self.client.hget(self.prefix + "docs", url_id(url)[0]))
-        )
+        the title (the folder's index record has it, and the links). Asked with what the worker's
+        frontier holds (:meth:`_execute`)."""
+        key = self.prefix + "docs"
+        return _essentials(self._execute(lambda batch: batch.hget(key, url_id(url)[0]))[0])
 
     def _path_member(self, key: bytes) -> tuple[str, str]:
         """The seen-set bucket and member that say a copy is at the path of path key ``key``
@@ -145,9 +155,7 @@ class RedisDocumentStore(OutputFiles):
         if ahead is not None and ahead[1] == path and time.monotonic() - ahead[0] < self.ahead_for:
             raw, taken = ahead[2:]
         else:
-            batch = Batch()
-            self._ask_placed(batch, url, path)
-            raw, taken = cast("list[Any]", send(self.client, batch))
+            raw, taken = self._execute(lambda batch: self._ask_placed(batch, url, path))
         doc = _essentials(raw)
         return doc, bool(taken) and (doc is None or doc.path != path)
 
@@ -185,7 +193,7 @@ class RedisDocumentStore(OutputFiles):
             if frontier is not None and not frontier.dfs:
                 owner, raw, holder = frontier.execute_leasing_ahead(fill)
             else:
-                owner, raw, holder = self.scripts.execute(fill)
+                owner, raw, holder = self._execute(fill)
             now = time.monotonic()
             while self._ahead and now - next(iter(self._ahead.values()))[0] >= self.ahead_for:
                 del self._ahead[next(iter(self._ahead))]  # pages that never reached the mirror
@@ -218,7 +226,9 @@ class RedisDocumentStore(OutputFiles):
         self.db.changed()
 
     def count(self) -> int:
-        """How many documents are stored, by every worker."""
+        """How many documents are stored, by every worker (this worker's held ones sent first)."""
+        if self.frontier is not None:
+            self.frontier.flush()
         return int(self.client.hlen(self.prefix + "docs"))
 
     def store(self, doc: StoredDocument, *, batch: Batch | None = None) -> None:

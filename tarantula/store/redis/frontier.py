@@ -56,6 +56,9 @@ _SCRIPTS = {
 
 #: Links' pushes held for the next call to Redis before they are sent on their own.
 MAX_UNSENT = 256
+#: Batches held for the next call to Redis (:meth:`RedisFrontier.hold`) before they are sent on
+#: their own.
+MAX_HELD = 64
 
 #: A lease taken ahead is used within this part of the lease timeout, or given back.
 AHEAD_PART = 0.25
@@ -137,6 +140,8 @@ class RedisFrontier(Inspection):
         # generation): most of a page's links are, and they cost no round trip after the first.
         self._known = HashSet()
         self._unsent: list[list[Any]] = []  # pushes of links, sent with the next call (push)
+        # Commands sent with the next call, each batch's with what takes its replies (hold)
+        self._held: list[tuple[list[tuple[Any, ...]], Callable[[list[Any]], object]]] = []
         self.ahead = ahead
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
@@ -191,34 +196,57 @@ class RedisFrontier(Inspection):
     # -- plumbing -------------------------------------------------------------------------------
 
     def _run(self, name: str, *args: Any, batch: Batch | None = None) -> Any:
-        """Run script ``name`` (or add it to ``batch``, when given); the pushes not sent yet go
-        first, in the same round trip."""
+        """Run script ``name`` (or add it to ``batch``, when given); the pushes not sent yet and
+        the commands held go first, in the same round trip (:meth:`execute`)."""
         if batch is not None:
             self.scripts.add(batch, name, self.keys, [self.prefix, *args])
             return None
-        if not self._unsent:
+        if not self._unsent and not self._held:
             return self.scripts.run(name, self.keys, [self.prefix, *args])
+        return self.execute(lambda b: self.scripts.add(b, name, self.keys, [self.prefix, *args]))[0]
+
+    def execute(self, fill: Callable[[Batch], object]) -> list[Any]:
+        """The replies to a batch filled by ``fill`` (any scripts of the process, see
+        :class:`Scripts`), sent after the links' pushes not sent yet and the commands held
+        (:meth:`hold`), in the same round trip; the replies of those go where they belong."""
         unsent, self._unsent = self._unsent, []
+        held, self._held = self._held, []
+        own = 0
 
-        def fill(batch: Batch) -> None:
-            self.add_pushes(batch, unsent)
-            self.scripts.add(batch, name, self.keys, [self.prefix, *args])
+        def fill_all(batch: Batch) -> None:
+            nonlocal own
+            self.add_pushes(batch, unsent)  # links before any ack: the crawl never looks over
+            for commands, _ in held:
+                batch.commands.extend(commands)
+            own = len(batch.commands)
+            fill(batch)
 
-        replies = self.scripts.execute(fill)
-        self.pushes_sent(replies[:-1])
-        return replies[-1]
+        replies = self.scripts.execute(fill_all)
+        i = 1 if unsent else 0
+        self.pushes_sent(replies[:i])
+        for commands, take in held:
+            take(replies[i : i + len(commands)])
+            i += len(commands)
+        return replies[own:]
+
+    def hold(self, fill: Callable[[Batch], object], take: Callable[[list[Any]], object]) -> None:
+        """Send the commands ``fill`` adds to a batch (now) with this worker's next round trip to
+        Redis, before that call's own, or at the latest at :meth:`flush` (which the worker's
+        tick calls every second); ``take`` gets their replies then. A stored page's record and
+        ack go this way, with the next page's content claim: one round trip a page, not two. A
+        worker killed meanwhile loses them as it would a page it had not stored yet: its lease
+        runs out and the URL is fetched again."""
+        batch = Batch()
+        fill(batch)
+        self._held.append((batch.commands, take))
+        if len(self._held) >= MAX_HELD:
+            self.flush()
 
     def add_pushes(self, batch: Batch, pushes: list[list[Any]]) -> None:
         """Add ``pushes`` (the arguments of each) to ``batch``: one script call for all of them,
         or nothing when there are none. Its reply is a list, a 0 or 1 a push (:func:`pushed`)."""
         if pushes:
             self.scripts.add(batch, "push", self.keys, [self.prefix, *chain.from_iterable(pushes)])
-
-    def take_pushes(self) -> list[list[Any]]:
-        """The pushes not sent yet, for a batch of the caller's (:meth:`add_pushes`; their replies
-        go to :meth:`pushes_sent`)."""
-        unsent, self._unsent = self._unsent, []
-        return unsent
 
     def pushes_sent(self, replies: list[Any]) -> None:
         """Count the pushes Redis refused: another worker had queued their URLs meanwhile.
@@ -237,8 +265,7 @@ class RedisFrontier(Inspection):
         return True
 
     def execute_leasing_ahead(self, fill: Callable[[Batch], object]) -> list[Any]:
-        """The replies to a batch filled by ``fill`` (any scripts of the process, see
-        :class:`Scripts`), sent with a lease taken ahead after its commands
+        """:meth:`execute`, with a lease taken ahead after ``fill``'s commands
         (:meth:`add_lease_ahead`), whose reply is kept (:meth:`leased_ahead`), not returned."""
         ahead = False
 
@@ -247,7 +274,7 @@ class RedisFrontier(Inspection):
             fill(batch)
             ahead = self.add_lease_ahead(batch)
 
-        replies = self.scripts.execute(fill_and_lease)
+        replies = self.execute(fill_and_lease)
         if ahead:
             self.leased_ahead(replies.pop())
         return replies
@@ -287,10 +314,9 @@ class RedisFrontier(Inspection):
             )  # fmt: skip
 
     def flush(self) -> None:
-        """Send the pushes not sent yet now."""
-        if self._unsent:
-            unsent, self._unsent = self._unsent, []
-            self.pushes_sent(self.scripts.execute(lambda batch: self.add_pushes(batch, unsent)))
+        """Send the pushes not sent yet and the commands held now."""
+        if self._unsent or self._held:
+            self.execute(lambda batch: None)
 
     def _timed(self, name: str, *args: Any) -> tuple[Any, float]:
         """Run a script that answers with the server time; keep the clock offset up to date."""
@@ -364,7 +390,7 @@ class RedisFrontier(Inspection):
     def _push_batch(self, batch: list[list[Any]]) -> int:
         if not batch:
             return 0
-        return sum(pushed(self.scripts.execute(lambda out: self.add_pushes(out, batch))))
+        return sum(pushed(self.execute(lambda out: self.add_pushes(out, batch))))
 
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything: seen, and under dfs no
@@ -438,9 +464,8 @@ class RedisFrontier(Inspection):
     ) -> list[bool]:
         """:meth:`push` for many URLs (a page's links) in one round trip, as one script call (so
         a script error leaves the pushes after it undone, and is raised)."""
-        self.flush()
         batch = [self._push_args(*item, "push") for item in items]
-        return pushed(self.scripts.execute(lambda out: self.add_pushes(out, batch)))
+        return pushed(self.execute(lambda out: self.add_pushes(out, batch)))
 
     def requeue(self, url: str, original: str, depth: int, key: bytes | None = None,
                 extra: str | None = None) -> None:  # fmt: skip
@@ -559,7 +584,8 @@ class RedisFrontier(Inspection):
     # -- beyond the protocol: what a shared crawl needs -----------------------------------------
 
     def in_flight(self) -> int:
-        """How many leases are out, every worker's."""
+        """How many leases are out, every worker's (this worker's held acks sent first)."""
+        self.flush()
         return int(self.client.hget(self.prefix + "n", "leased") or 0)
 
     def active(self) -> bool:

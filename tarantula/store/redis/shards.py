@@ -302,17 +302,6 @@ class ShardedFrontier:
 
     # -- batches: the crawl's own node -----------------------------------------------------------
 
-    def take_pushes(self) -> list[list[Any]]:
-        """None: links go to their shards' nodes, not in a batch of the crawl's node."""
-        return []
-
-    def add_pushes(self, batch: Batch, pushes: list[list[Any]]) -> None:
-        if pushes:
-            raise ValueError("a sharded frontier sends its pushes itself")
-
-    def pushes_sent(self, replies: list[Any]) -> None:
-        """Nothing: :meth:`take_pushes` gives none."""
-
     def add_lease_ahead(self, batch: Batch) -> bool:
         """None: a lease is its shard's, on its own node."""
         return False
@@ -329,6 +318,15 @@ class ShardedFrontier:
             self.ack(url, outcome)
             replies.append(None)
         return replies
+
+    def execute(self, fill: Callable[[Batch], object]) -> list[Any]:
+        """The replies to a batch of the crawl's own node filled by ``fill``."""
+        return self.scripts.execute(fill)
+
+    def hold(self, fill: Callable[[Batch], object], take: Callable[[list[Any]], object]) -> None:
+        """Not held: sent now (:meth:`execute_leasing_ahead`), an ack among ``fill``'s commands to
+        its shard once the rest is on the crawl's own node."""
+        take(self.execute_leasing_ahead(fill))
 
     def flush(self) -> None:
         for shard in self.shards:

@@ -150,28 +150,27 @@ class RedisState:
     def stored(self, doc: StoredDocument) -> None:
         """A document is stored: its record goes to the document store, and its URL is done, in
         one round trip (two scripts, each atomic, in this order, after the links' pushes held
-        until now). A lease is taken ahead in the same round trip, after them, unless the worker
-        holds as many as it may (:meth:`~tarantula.store.redis.frontier.RedisFrontier.add_lease_ahead`)."""
-        frontier = self.frontier
-        pushes = frontier.take_pushes()
+        until then), held for the worker's next call to Redis
+        (:meth:`~tarantula.store.redis.frontier.RedisFrontier.hold`): the next page's content
+        claim, a lease, or the tick's flush a second later at most."""
+        documents = self.documents
 
         def fill(batch: Batch) -> None:
-            frontier.add_pushes(batch, pushes)  # the page's links go before its ack
-            self.documents.store(doc, batch=batch)
-            frontier.ack(doc.url, "stored", batch=batch)
+            documents.store(doc, batch=batch)
+            self.frontier.ack(doc.url, "stored", batch=batch)
 
-        replies = frontier.execute_leasing_ahead(fill)
-        frontier.pushes_sent(replies[:-2])
-        self.documents.stored_in(doc, replies[-2])
+        self.frontier.hold(fill, lambda replies: documents.stored_in(doc, replies[0]))
 
     def commit(self) -> None:
+        """Send what the frontier holds (stored pages' records and acks), then commit the files."""
+        self.frontier.flush()
         self.db.commit()
 
     def tick(self) -> None:
         """The crawl's periodic call (every second or so): commit what changed, and beat the
         worker's heartbeat when a sixth of its ttl has passed since the last one."""
-        self.db.commit_if_changed()
         self.frontier.flush()
+        self.db.commit_if_changed()
         if time.monotonic() >= self._next_beat:
             self.workers.beat()
             self._next_beat = time.monotonic() + self.workers.ttl / 6
@@ -181,7 +180,7 @@ class RedisState:
         if self._closed:
             return
         self._closed = True
-        self.db.commit()
+        self.commit()
         self.frontier.return_leases()
         self.workers.leave()
         if self.documents.record_file is not None:
