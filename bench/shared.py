@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,6 +102,23 @@ class RedisServer:
         finally:
             client.close()
 
+    def traffic(self) -> Counter[str]:
+        """What the server was asked so far: ``reads`` (client reads it processed: a batch sent at
+        once is one), ``scripts`` (EVALSHA calls) and ``commands`` (every command, those run by
+        scripts included)."""
+        import redis
+
+        client = redis.Redis(host=LOOPBACK, port=self.port, socket_timeout=5)
+        try:
+            stats, commands = client.info("stats"), client.info("commandstats")
+        finally:
+            client.close()
+        return Counter(
+            reads=int(stats["total_reads_processed"]),
+            scripts=int(commands.get("cmdstat_evalsha", {}).get("calls", 0)),
+            commands=sum(int(c["calls"]) for c in commands.values()),
+        )
+
     def keys_memory(self) -> int:
         """The bytes the crawl's keys hold: ``used_memory`` less what is left once they are deleted
         (the server is the run's own)."""
@@ -178,6 +196,9 @@ class RedisCluster:
     def used_memory(self) -> int:
         return sum(node.used_memory() for node in self.nodes)
 
+    def traffic(self) -> Counter[str]:
+        return sum((node.traffic() for node in self.nodes), Counter())
+
     def keys_memory(self) -> int:
         self.node_keys = [node.keys_memory() for node in self.nodes]
         return sum(self.node_keys)
@@ -206,10 +227,11 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
     folder.mkdir(parents=True)
     with RedisCluster(folder / "redis") if cluster else RedisServer(folder / "redis") as redis:
         conf = write_tarantula_conf(folder, ctx.web, ctx.tarantula_seeds, redis=redis.url)
-        before, empty = redis.cpu_seconds(), redis.used_memory()
+        before, empty, asked = redis.cpu_seconds(), redis.used_memory(), redis.traffic()
         m = measure(workers_command(conf, workers), tree, folder / "output.txt", ctx.timeout,
                     ctx.server_cpu, tree)  # fmt: skip
         redis_cpu = redis.cpu_seconds() - before
+        asked = redis.traffic() - asked
         redis_bytes = redis.used_memory() - empty  # what the crawl left in Redis
         keys_bytes = redis.keys_memory()
     urls = index_urls(folder / "repository" / "index.txt")
@@ -218,6 +240,11 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
     notes = [f"{crawler}, run {run}: Redis used {redis_cpu:.1f} CPU s, and holds {redis_bytes:,} "
              f"bytes more than empty: {per_doc:,.0f} a stored document; the crawl's keys "
              f"{keys_bytes:,}: {keys_bytes / max(1, len(set(urls))):,.0f} a stored document"]  # fmt: skip
+    pages = max(1, len(set(urls)))
+    notes.append(f"{crawler}, run {run}: Redis was asked, a stored document: "
+                 f"{asked['reads'] / pages:.2f} round trips (reads), "
+                 f"{asked['scripts'] / pages:.2f} script calls, "
+                 f"{asked['commands'] / pages:.1f} commands (those of scripts included)")  # fmt: skip
     if isinstance(redis, RedisCluster):
         shares = ", ".join(f"{held:,}" for held in redis.node_keys)
         notes.append(f"{crawler}, run {run}: the crawl's keys by node (bytes): {shares}")

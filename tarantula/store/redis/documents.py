@@ -107,11 +107,8 @@ class RedisDocumentStore(OutputFiles):
         self._buckets: int | None = None if frontier is None else frontier.buckets
 
     def _run(self, name: str, *args: Any) -> Any:
-        if self.frontier is None:
-            return self.scripts.run(name, self.keys, [self.prefix, *args])
-        return self._execute(lambda b: self.scripts.add(b, name, self.keys, [self.prefix, *args]))[
-            0
-        ]
+        keys, argv = self.keys, [self.prefix, *args]
+        return self._execute(lambda batch: self.scripts.add(batch, name, keys, argv))[0]
 
     def _execute(self, fill: Callable[[Batch], object]) -> list[Any]:
         """The replies to a batch filled by ``fill``, sent with what the worker's frontier holds
