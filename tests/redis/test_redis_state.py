@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tarantula.core.documents import StoredDocument
+from tarantula.core.frontier import host_of
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.layout import folder_id_of, read_folder_id
 from tarantula.core.urls import url_md5
@@ -549,9 +550,7 @@ def test_a_recrawl_queues_every_stored_document_again(redis_client):
     record = IndexRecord("1" * 32, url, "http://h.test/doc#top", None, None, None, None, None)
     stored = StoredDocument(url, "h.test/doc.html", "0" * 32, None, None, format_record(record))
     a.stored(stored)  # the record, and the URL done: held for the worker's next call to Redis
-    assert a.documents.document(url) is None
-    a.commit()  # sent, in one round trip
-    found = a.documents.document(url)
+    found = a.documents.document(url)  # which this question is
     assert found is not None and found.record.split("\t")[1:] == stored.record.split("\t")[1:]
     assert not a.frontier.active()  # the lease ended
     assert redis_client.hget(a.frontier.prefix + "outcome", "stored") == b"1"
@@ -666,6 +665,46 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     assert (b.frontier.in_flight(), b.frontier.pending()) == (0, 4)
     assert b.frontier.counts()["charged"] == 8  # each URL spent the page budget once
     b.close()
+
+
+def test_a_page_costs_one_round_trip_its_store_going_with_the_next_claim(redis_client, tmp_path,
+                                                                      monkeypatch):  # fmt: skip
+    a = state(redis_client, "a", tmp_path, ahead=4, concurrency=4)
+    a.begin()
+    urls = [f"http://h{i}.test/" for i in range(8)]  # a host each: every URL is due at once
+    for url in urls:
+        a.frontier.push(url, url, 0)
+    a.frontier.flush()
+    names = {
+        sha: name for s in (a.frontier.scripts, a.documents.scripts) for name, sha in s.sha.items()
+    }
+    trips: list[list[str]] = []  # each round trip's scripts, by name
+    real_send = redis_transport.send
+
+    def send(client: Any, batch: Batch) -> list[Any]:
+        trips.append([names.get(c[1], c[0]) if c[0] == "EVALSHA" else c[0] for c in batch.commands])
+        return real_send(client, batch)
+
+    entry = a.frontier.lease()  # asked now; the next ones are taken ahead with each claim
+    monkeypatch.setattr(redis_transport, "send", send)
+    for n in range(5):
+        entry = entry or a.frontier.lease()
+        assert entry is not None
+        path = f"{host_of(entry.url)}/index.html"
+        assert a.documents.claim_content(content_md5(f"m{n}"), entry.url, path=path) is None
+        assert a.documents.placed(entry.url, path) == (None, False)  # answered with the claim
+        a.stored(doc(entry.url, md5=content_md5(f"m{n}"), path=path))
+        entry = None
+    assert len(trips) == 5  # one a page
+    assert trips[0] == ["claim_content", "HGET", "SISMEMBER", "lease"]
+    for trip in trips[1:]:  # the page stored before goes with the next claim: record, then ack
+        assert trip == ["store", "ack", "claim_content", "HGET", "SISMEMBER", "lease"]
+    assert a.documents.count() == 5 and len(trips) == 6  # the last one sent when asked
+    assert trips[-1] == ["store", "ack"]
+    assert redis_client.hget(a.frontier.prefix + "outcome", "stored") == b"5"
+    a.end("finished")
+    assert (tmp_path / "index.txt").read_text(encoding="utf-8").count("\n") == 5
+    a.close()
 
 
 def test_with_one_slot_a_host_a_lease_is_taken_ahead_while_another_host_is_due(redis_client):
