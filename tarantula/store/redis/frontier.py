@@ -60,6 +60,9 @@ MAX_UNSENT = 256
 #: their own.
 MAX_HELD = 64
 
+#: What takes the replies of commands held (:meth:`RedisFrontier.hold`).
+Taker = Callable[[list[Any]], object]
+
 #: A lease taken ahead is used within this part of the lease timeout, or given back.
 AHEAD_PART = 0.25
 #: The layout of a crawl's keys, in its ``conf``: a crawl begun before documents kept their index
@@ -141,7 +144,7 @@ class RedisFrontier(Inspection):
         self._known = HashSet()
         self._unsent: list[list[Any]] = []  # pushes of links, sent with the next call (push)
         # Commands sent with the next call, each batch's with what takes its replies (hold)
-        self._held: list[tuple[list[tuple[Any, ...]], Callable[[list[Any]], object]]] = []
+        self._held: list[tuple[list[tuple[Any, ...]], Taker]] = []
         self.ahead = ahead
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
@@ -229,7 +232,7 @@ class RedisFrontier(Inspection):
             i += len(commands)
         return replies[own:]
 
-    def hold(self, fill: Callable[[Batch], object], take: Callable[[list[Any]], object]) -> None:
+    def hold(self, fill: Callable[[Batch], object], take: Taker) -> None:
         """Send the commands ``fill`` adds to a batch (now) with this worker's next round trip to
         Redis, before that call's own, or at the latest at :meth:`flush` (which the worker's
         tick calls every second); ``take`` gets their replies then. A stored page's record and
@@ -241,6 +244,10 @@ class RedisFrontier(Inspection):
         self._held.append((batch.commands, take))
         if len(self._held) >= MAX_HELD:
             self.flush()
+
+    def hold_ack(self, url: str, outcome: str) -> None:
+        """:meth:`ack` with this worker's next round trip to Redis (:meth:`hold`)."""
+        self.hold(lambda batch: self.ack(url, outcome, batch=batch), lambda replies: None)
 
     def add_pushes(self, batch: Batch, pushes: list[list[Any]]) -> None:
         """Add ``pushes`` (the arguments of each) to ``batch``: one script call for all of them,

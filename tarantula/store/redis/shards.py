@@ -18,8 +18,12 @@ own tag, which is the layout of a crawl on one server, key for key.
 
 :class:`ShardedFrontier` keeps the frontier contract over the shards: a URL goes to its host's
 shard, a lease is asked of the shards in turn, and the crawl is over when every shard is idle
-twice in a row with no URL pushed to any between the two looks (a page's links are pushed before
-its ack, so work never hides between two shards).
+twice in a row with no URL pushed to any between the two looks. A stored page's record goes with
+the worker's next call to the crawl's own node (its next content claim), and its ack then with
+the next call to its shard (a lease), after the links held for that shard: two round trips a page
+in all, as the links for other shards wait for calls to theirs. So another worker may look while
+they wait, find every shard idle and leave early; never the worker that holds them, whose own look
+sends everything it holds first.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tarantula.core.frontier import Entry, Gate, host_of
 from tarantula.store.redis.codec import Lease
-from tarantula.store.redis.frontier import EXPECTED_URLS, RedisFrontier, bucket_count
+from tarantula.store.redis.frontier import (
+    EXPECTED_URLS,
+    MAX_HELD,
+    RedisFrontier,
+    Taker,
+    bucket_count,
+)
 from tarantula.store.redis.shared import key_prefix, masters, serving
 from tarantula.store.redis.transport import Batch, Scripts
 
@@ -163,7 +173,10 @@ class ShardedFrontier:
         self.buckets = int(client.hget(conf, "buckets") or buckets)
         self.scripts = Scripts(client, {})  # the crawl's own node, for its documents' batches
         self._next = 0  # the shard asked first for the next lease
-        self._acks: list[tuple[str, str]] | None = None  # acks held while a batch is filled
+        self._acks: list[tuple[str, str]] | None = None  # acks added while a batch is filled
+        # Commands for the crawl's own node held for the next call to it (:meth:`hold`), each
+        # batch's with the acks that follow it and what takes its replies
+        self._held: list[tuple[list[tuple[Any, ...]], list[tuple[str, str]], Taker]] = []
 
     @property
     def generation(self) -> int:
@@ -265,10 +278,10 @@ class ShardedFrontier:
     def ack(self, url: str, outcome: str, *, batch: Batch | None = None) -> None:
         """:meth:`RedisFrontier.ack` on the URL's shard, after the links held for the other shards
         are pushed (so the crawl never looks over while they are on their way). With ``batch``
-        (of the crawl's own node) the ack is sent once the batch is (:meth:`execute_leasing_ahead`)."""
+        (of the crawl's own node, filled for :meth:`hold`) the ack follows the batch."""
         if batch is not None:
             if self._acks is None:
-                raise ValueError("an ack goes with a batch of execute_leasing_ahead only")
+                raise ValueError("an ack goes with a batch held (hold) only")
             self._acks.append((url, outcome))
             return
         shard = self._of(url)
@@ -288,6 +301,8 @@ class ShardedFrontier:
         """Nothing: see :meth:`RedisFrontier.release`."""
 
     def next_due(self) -> float | None:
+        if self._held:  # stored pages' acks, which free their hosts' slots
+            self.execute(lambda batch: None)
         dues = [due for shard in self.shards if (due := shard.next_due()) is not None]
         return min(dues) if dues else None
 
@@ -307,34 +322,59 @@ class ShardedFrontier:
         return False
 
     def execute_leasing_ahead(self, fill: Callable[[Batch], object]) -> list[Any]:
-        """The replies to a batch of the crawl's own node filled by ``fill``; an ack it adds
-        (:meth:`ack` with the batch) is sent after it, to its shard, its reply (None) last."""
-        self._acks = []
-        try:
-            replies = self.scripts.execute(fill)
-        finally:
-            acks, self._acks = self._acks, None
-        for url, outcome in acks:
-            self.ack(url, outcome)
-            replies.append(None)
-        return replies
+        """:meth:`execute`: no lease is taken ahead (:meth:`add_lease_ahead`)."""
+        return self.execute(fill)
 
     def execute(self, fill: Callable[[Batch], object]) -> list[Any]:
-        """The replies to a batch of the crawl's own node filled by ``fill``."""
-        return self.scripts.execute(fill)
+        """The replies to a batch of the crawl's own node filled by ``fill``, sent after the
+        commands held for that node (:meth:`hold`); the acks that follow those are then held for
+        their shards' next calls."""
+        held, self._held = self._held, []
+        own = 0
 
-    def hold(self, fill: Callable[[Batch], object], take: Callable[[list[Any]], object]) -> None:
-        """Not held: sent now (:meth:`execute_leasing_ahead`), an ack among ``fill``'s commands to
-        its shard once the rest is on the crawl's own node."""
-        take(self.execute_leasing_ahead(fill))
+        def fill_all(batch: Batch) -> None:
+            nonlocal own
+            for commands, _, _ in held:
+                batch.commands.extend(commands)
+            own = len(batch.commands)
+            fill(batch)
+
+        replies = self.scripts.execute(fill_all)
+        i = 0
+        for commands, acks, take in held:
+            take(replies[i : i + len(commands)])
+            i += len(commands)
+            for url, outcome in acks:
+                self._of(url).hold_ack(url, outcome)
+        return replies[own:]
+
+    def hold(self, fill: Callable[[Batch], object], take: Taker) -> None:
+        """:meth:`RedisFrontier.hold` over the nodes: ``fill``'s commands go with this worker's
+        next call to the crawl's own node (a page's content claim), and an ack among them (added by
+        :meth:`ack` with the batch) then with the worker's next call to the ack's shard (a lease),
+        or at the latest at :meth:`flush`: a URL is never done before its document is stored."""
+        self._acks = []
+        try:
+            batch = Batch()
+            fill(batch)
+        finally:
+            acks, self._acks = self._acks, None
+        self._held.append((batch.commands, acks, take))
+        if len(self._held) >= MAX_HELD:
+            self.flush()
 
     def flush(self) -> None:
+        """Send what is held: the crawl's own node's commands first, then each shard's (the acks
+        that follow them among those)."""
+        if self._held:
+            self.execute(lambda batch: None)
         for shard in self.shards:
             shard.flush()
 
     # -- beyond the protocol ---------------------------------------------------------------------
 
     def in_flight(self) -> int:
+        self.flush()
         return self._sum(RedisFrontier.in_flight)
 
     def _activity(self) -> list[int] | None:
