@@ -81,22 +81,34 @@ local function head(host) return redis.call('ZRANGE', qkey(host), 0, 0)[1] end
 
 -- Put `host` where it belongs after its queue, slot or next time changed; `before` is its queue
 -- head before the change (its `heads` member, if it was there).
-local function place(host, before, now)
-  if before then redis.call('ZREM', K.heads, before .. host) end
-  redis.call('ZREM', K.wait, host)
-  local h = head(host)
-  if not h then return end
-  if tonumber(redis.call('HGET', K.inflight, host) or '0') >= CONC then return end
-  local nxt = tonumber(redis.call('HGET', K.next, host) or '0')
+local function settle(host, h, nxt, now)
   if nxt <= now then
     redis.call('ZADD', K.heads, 0, h .. host)
   else
     redis.call('ZADD', K.wait, fmt(nxt), host)
   end
 end
+local function place(host, before, now)
+  if before then redis.call('ZREM', K.heads, before .. host) end
+  redis.call('ZREM', K.wait, host)
+  local h = head(host)
+  if not h then return end
+  if tonumber(redis.call('HGET', K.inflight, host) or '0') >= CONC then return end
+  settle(host, h, tonumber(redis.call('HGET', K.next, host) or '0'), now)
+end
 
+-- `place` for a host just leased out of `heads` (so in neither set), with its leases out and next
+-- contact time.
+local function place_leased(host, busy, nxt, now)
+  local h = head(host)
+  if h and busy < CONC then settle(host, h, nxt, now) end
+end
+
+-- Returns the host's leases left out.
 local function free_slot(host)
-  if redis.call('HINCRBY', K.inflight, host, -1) <= 0 then redis.call('HDEL', K.inflight, host) end
+  local left = redis.call('HINCRBY', K.inflight, host, -1)
+  if left <= 0 then redis.call('HDEL', K.inflight, host) end
+  return left
 end
 
 -- The lease `h8` has no owner any more: its owner holds one lease less.
@@ -107,11 +119,12 @@ local function disown(h8)
   if redis.call('HINCRBY', K.held, owner, -1) <= 0 then redis.call('HDEL', K.held, owner) end
 end
 
+-- Returns the host's leases left out.
 local function end_lease(h8, host)
   redis.call('ZREM', K.leases, h8)
   disown(h8)
   redis.call('HINCRBY', K.n, 'leased', -1)
-  free_slot(host)
+  return free_slot(host)
 end
 
 -- A leased URL goes back to its place in its host's queue.

@@ -50,12 +50,12 @@ for _ = 1, 16 do
     redis.call('ZADD', K.leases, fmt(now + LEASE), h8)
     redis.call('HSET', K.owner, h8, ARGV[2])
     redis.call('HINCRBY', K.held, ARGV[2], 1)
-    redis.call('HINCRBY', K.inflight, host, 1)
+    local busy = redis.call('HINCRBY', K.inflight, host, 1)
     redis.call('HINCRBY', K.n, 'queued', -1)
     redis.call('HINCRBY', K.n, 'leased', 1)
     local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
     redis.call('HSET', K.next, host, fmt(nxt))
-    place(host, false, now)
+    place_leased(host, busy, nxt, now)
     return {r, fmt(now), 'leased', host, charged, gone}
   end
 end

@@ -43,7 +43,7 @@ local function push(h8, signed, bucket, host, depth, m, rest, extra, mode)
   redis.call('ZADD', qkey(host), 0, m)
   redis.call('HINCRBY', K.n, 'queued', 1)
   redis.call('HINCRBY', K.n, 'pushed', 1)  -- every arrival: how a sharded crawl sees it is over
-  if head(host) ~= before then place(host, before, now_time()) end
+  if not before or less(m, before) then place(host, before, now_time()) end  -- a new head
   return 1
 end
 
