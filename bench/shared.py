@@ -160,26 +160,11 @@ class RedisCluster:
         self.node_keys: list[int] = []  # what the crawl's keys hold on each node (keys_memory)
 
     def __enter__(self) -> RedisCluster:
-        import redis
+        from tests.helpers.redis_server import form_cluster  # the tests' clusters are made alike
 
         for node in self.nodes:
             node.__enter__()
-        addresses = [f"{LOOPBACK}:{node.port}" for node in self.nodes]
-        subprocess.run(
-            [str(REDIS_SERVER.with_name("redis-cli")), "--cluster", "create", *addresses,
-             "--cluster-replicas", "0", "--cluster-yes"],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        for node in self.nodes:
-            client = redis.Redis(host=LOOPBACK, port=node.port, socket_timeout=5)
-            try:
-                while client.execute_command("CLUSTER INFO").get("cluster_state") != "ok":
-                    if time.monotonic() > deadline:
-                        raise RuntimeError("the Redis Cluster did not become ready")
-                    time.sleep(0.05)  # the nodes are still meeting each other
-            finally:
-                client.close()
+        form_cluster([node.port for node in self.nodes])
         return self
 
     def __exit__(self, *exc: object) -> None:

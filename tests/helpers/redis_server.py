@@ -100,6 +100,28 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
 
+def form_cluster(ports: list[int], timeout: float = 60.0) -> None:
+    """Make the cluster-enabled redis-servers on 127.0.0.1 at ``ports`` one Redis Cluster of
+    masters (``redis-cli --cluster create``: the slots shared evenly, no replicas), and wait until
+    every node says ``cluster_state:ok`` (the benchmark's clusters are made this way too)."""
+    addresses = [f"127.0.0.1:{port}" for port in ports]
+    subprocess.run(
+        [str(REDIS_CLI), "--cluster", "create", *addresses, "--cluster-replicas", "0",
+         "--cluster-yes"],
+        check=True, capture_output=True, timeout=timeout,
+    )  # fmt: skip
+    deadline = time.monotonic() + timeout
+    for port in ports:
+        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5)
+        try:
+            while client.execute_command("CLUSTER INFO").get("cluster_state") != "ok":
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the Redis Cluster did not become ready")
+                time.sleep(0.05)  # the nodes are still meeting each other
+        finally:
+            client.close()
+
+
 class RedisCluster:
     """A Redis Cluster of ``size`` masters (no replicas) on 127.0.0.1, each node a
     :class:`RedisServer` in a folder of its own under ``folder``, made with ``redis-cli --cluster
@@ -111,21 +133,7 @@ class RedisCluster:
     def start(self) -> None:
         for node in self.nodes:
             node.start()
-        addresses = [f"127.0.0.1:{node.port}" for node in self.nodes]
-        subprocess.run(
-            [str(REDIS_CLI), "--cluster", "create", *addresses, "--cluster-replicas", "0",
-             "--cluster-yes"],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        for node in self.nodes:
-            client = node.client()
-            try:
-                while client.execute_command("CLUSTER INFO").get("cluster_state") != "ok":
-                    assert time.monotonic() < deadline, "the cluster did not become ready"
-                    time.sleep(0.05)  # the nodes are still meeting each other
-            finally:
-                client.close()
+        form_cluster([node.port for node in self.nodes])
 
     def stop(self) -> None:
         for node in self.nodes:
