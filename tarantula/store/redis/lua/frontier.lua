@@ -79,8 +79,8 @@ end
 local function qkey(host) return P .. 'q:' .. host end
 local function head(host) return redis.call('ZRANGE', qkey(host), 0, 0)[1] end
 
--- Put `host` where it belongs after its queue, slot or next time changed; `before` is its queue
--- head before the change (its `heads` member, if it was there).
+-- `host`, with a free slot, queue head `h` and next contact time `nxt`: in `heads` when due, else
+-- in `wait`.
 local function settle(host, h, nxt, now)
   if nxt <= now then
     redis.call('ZADD', K.heads, 0, h .. host)
@@ -88,6 +88,9 @@ local function settle(host, h, nxt, now)
     redis.call('ZADD', K.wait, fmt(nxt), host)
   end
 end
+
+-- Put `host` where it belongs after its queue, slot or next time changed; `before` is its queue
+-- head before the change (its `heads` member, if it was there).
 local function place(host, before, now)
   if before then redis.call('ZREM', K.heads, before .. host) end
   redis.call('ZREM', K.wait, host)
