@@ -113,12 +113,18 @@ def child(kind: str, pages: int, links: int, seed: int) -> None:
     print(json.dumps({"kind": kind, "pages": done, "cpu": cpu, "peak_mb": peak - before}))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.frontier")
-    parser.add_argument("--pages", type=int, default=20000)
+def replay_parser(prog: str, pages: int) -> argparse.ArgumentParser:
+    """The options of a replay of the seeded web (:func:`web`): its size, seed and runs."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--pages", type=int, default=pages)
     parser.add_argument("--links", type=int, default=24)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = replay_parser("python -m bench.frontier", 20000)
     parser.add_argument("--child", choices=FRONTIERS)
     args = parser.parse_args(argv)
     if args.child:

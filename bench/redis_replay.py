@@ -12,7 +12,6 @@ the store's code. Medians of ``--runs``.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import statistics
 import tempfile
@@ -20,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench.frontier import url, web
+from bench.frontier import replay_parser, url, web
 from bench.shared import RedisServer
 
 
@@ -75,12 +74,7 @@ def replay(graph: list[list[int]], server: RedisServer, folder: Path) -> dict[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.redis_replay")
-    parser.add_argument("--pages", type=int, default=10000)
-    parser.add_argument("--links", type=int, default=24)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args(argv)
+    args = replay_parser("python -m bench.redis_replay", 10000).parse_args(argv)
     graph = web(args.pages, args.links, args.seed)
     runs = []
     for _ in range(args.runs):
