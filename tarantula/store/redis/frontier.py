@@ -33,7 +33,7 @@ from tarantula.store.redis.codec import (
 from tarantula.store.redis.inspection import Inspection
 from tarantula.store.redis.lua import lua
 from tarantula.store.redis.shared import key_prefix
-from tarantula.store.redis.transport import Batch, Scripts
+from tarantula.store.redis.transport import Batch, Held, Scripts, Taker
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -59,9 +59,6 @@ MAX_UNSENT = 256
 #: Batches held for the next call to Redis (:meth:`RedisFrontier.hold`) before they are sent on
 #: their own.
 MAX_HELD = 64
-
-#: What takes the replies of commands held (:meth:`RedisFrontier.hold`).
-Taker = Callable[[list[Any]], object]
 
 #: A lease taken ahead is used within this part of the lease timeout, or given back.
 AHEAD_PART = 0.25
@@ -144,7 +141,7 @@ class RedisFrontier(Inspection):
         self._known = HashSet()
         self._unsent: list[list[Any]] = []  # pushes of links, sent with the next call (push)
         # Commands sent with the next call, each batch's with what takes its replies (hold)
-        self._held: list[tuple[list[tuple[Any, ...]], Taker]] = []
+        self._held: list[Held] = []
         self.ahead = ahead
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
@@ -212,25 +209,13 @@ class RedisFrontier(Inspection):
         """The replies to a batch filled by ``fill`` (any scripts of the process, see
         :class:`Scripts`), sent after the links' pushes not sent yet and the commands held
         (:meth:`hold`), in the same round trip; the replies of those go where they belong."""
-        unsent, self._unsent = self._unsent, []
         held, self._held = self._held, []
-        own = 0
-
-        def fill_all(batch: Batch) -> None:
-            nonlocal own
-            self.add_pushes(batch, unsent)  # links before any ack: the crawl never looks over
-            for commands, _ in held:
-                batch.commands.extend(commands)
-            own = len(batch.commands)
-            fill(batch)
-
-        replies = self.scripts.execute(fill_all)
-        i = 1 if unsent else 0
-        self.pushes_sent(replies[:i])
-        for commands, take in held:
-            take(replies[i : i + len(commands)])
-            i += len(commands)
-        return replies[own:]
+        if self._unsent:  # links before any ack: the crawl never looks over while they wait
+            pushes = Batch()
+            self.add_pushes(pushes, self._unsent)
+            self._unsent = []
+            held.insert(0, (pushes.commands, self.pushes_sent))
+        return self.scripts.execute_after(held, fill)
 
     def hold(self, fill: Callable[[Batch], object], take: Taker) -> None:
         """Send the commands ``fill`` adds to a batch (now) with this worker's next round trip to

@@ -35,15 +35,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tarantula.core.frontier import Entry, Gate, host_of
 from tarantula.store.redis.codec import Lease
-from tarantula.store.redis.frontier import (
-    EXPECTED_URLS,
-    MAX_HELD,
-    RedisFrontier,
-    Taker,
-    bucket_count,
-)
+from tarantula.store.redis.frontier import EXPECTED_URLS, MAX_HELD, RedisFrontier, bucket_count
 from tarantula.store.redis.shared import key_prefix, masters, serving
-from tarantula.store.redis.transport import Batch, Scripts
+from tarantula.store.redis.transport import Batch, Held, Scripts, Taker
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -175,8 +169,8 @@ class ShardedFrontier:
         self._next = 0  # the shard asked first for the next lease
         self._acks: list[tuple[str, str]] | None = None  # acks added while a batch is filled
         # Commands for the crawl's own node held for the next call to it (:meth:`hold`), each
-        # batch's with the acks that follow it and what takes its replies
-        self._held: list[tuple[list[tuple[Any, ...]], list[tuple[str, str]], Taker]] = []
+        # batch's with what takes its replies (and then holds the acks that follow it)
+        self._held: list[Held] = []
 
     @property
     def generation(self) -> int:
@@ -330,23 +324,7 @@ class ShardedFrontier:
         commands held for that node (:meth:`hold`); the acks that follow those are then held for
         their shards' next calls."""
         held, self._held = self._held, []
-        own = 0
-
-        def fill_all(batch: Batch) -> None:
-            nonlocal own
-            for commands, _, _ in held:
-                batch.commands.extend(commands)
-            own = len(batch.commands)
-            fill(batch)
-
-        replies = self.scripts.execute(fill_all)
-        i = 0
-        for commands, acks, take in held:
-            take(replies[i : i + len(commands)])
-            i += len(commands)
-            for url, outcome in acks:
-                self._of(url).hold_ack(url, outcome)
-        return replies[own:]
+        return self.scripts.execute_after(held, fill)
 
     def hold(self, fill: Callable[[Batch], object], take: Taker) -> None:
         """:meth:`RedisFrontier.hold` over the nodes: ``fill``'s commands go with this worker's
@@ -359,7 +337,13 @@ class ShardedFrontier:
             fill(batch)
         finally:
             acks, self._acks = self._acks, None
-        self._held.append((batch.commands, acks, take))
+
+        def take_then_ack(replies: list[Any]) -> None:
+            take(replies)
+            for url, outcome in acks:
+                self._of(url).hold_ack(url, outcome)
+
+        self._held.append((batch.commands, take_then_ack))
         if len(self._held) >= MAX_HELD:
             self.flush()
 

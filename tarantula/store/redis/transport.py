@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from redis import Redis
 
 
+#: What takes the replies of commands sent after a while (:meth:`Scripts.execute_after`).
+Taker = Callable[[list[Any]], object]
+#: Commands held to go with a later round trip, and what takes their replies.
+Held = tuple[list[tuple[Any, ...]], Taker]
+
+
 class Scripts:
     """Lua scripts run by their SHA1, alone or several in one round trip (a :class:`Batch`).
 
@@ -69,6 +75,26 @@ class Scripts:
                     raise
                 self.load()
         raise AssertionError("unreachable")
+
+    def execute_after(self, held: list[Held], fill: Callable[[Batch], object]) -> list[Any]:
+        """:meth:`execute` for a batch that holds the ``held`` commands first, then those ``fill``
+        adds, in one round trip: each held batch's replies go to its taker, ``fill``'s are
+        returned."""
+        own = 0
+
+        def fill_all(batch: Batch) -> None:
+            nonlocal own
+            for commands, _ in held:
+                batch.commands.extend(commands)
+            own = len(batch.commands)
+            fill(batch)
+
+        replies = self.execute(fill_all)
+        i = 0
+        for commands, take in held:
+            take(replies[i : i + len(commands)])
+            i += len(commands)
+        return replies[own:]
 
 
 class Batch:
