@@ -50,7 +50,7 @@ from typing import Any
 
 from bench.generate import DOMAIN, PRESETS, generate
 from bench.servers import LatencyServer, Nginx, free_port, nginx_binary, nginx_version
-from bench.shared import run_shared
+from bench.shared import at_once, run_shared
 from tarantula import settings as tarantula_settings
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -70,10 +70,14 @@ TARANTULA_OUTPUTS: dict[str, tuple[str, ...]] = {
 SHARED_WORKERS = {"tarantula-redis1": 1, "tarantula-redis2": 2}
 #: The same through a Redis Cluster of three masters (the frontier spread over them by host).
 CLUSTER_WORKERS = {"tarantula-cluster1": 1, "tarantula-cluster2": 2}
+#: Two one-process crawls of the whole web at once, each its own: the load of two workers on
+#: this machine without Redis (:func:`run_pair`).
+PAIR = "tarantula-pair"
 CRAWLERS = (
     *TARANTULA_OUTPUTS,
     *SHARED_WORKERS,
     *CLUSTER_WORKERS,
+    PAIR,
     "scrapy",
     "scrapy-fetch",
     "scrapy-fetch-lean",
@@ -476,6 +480,37 @@ def run_tarantula(folder: Path, ctx: Context, run: int, crawler: str = "tarantul
     return Result.of(crawler, run, len(urls), m, fraction, notes)
 
 
+def run_pair(folder: Path, ctx: Context, run: int) -> Result:
+    """Two one-process crawls of the whole web at once, each into a repository of its own
+    (``tarantula-pair``), timed and measured together: its pages are both crawls' and its CPU a
+    page theirs together. Two workers of a shared crawl load this machine of two cores as much (a
+    core each, beside the web server), so their CPU a page is compared with this one's as well as
+    with one process's alone: it says what share of the difference the two crawlers' contention
+    for the machine makes, whatever they share."""
+    folder.mkdir(parents=True)
+    confs = []
+    for name in ("a", "b"):
+        (folder / name).mkdir()
+        confs.append(write_tarantula_conf(folder / name, ctx.web, ctx.tarantula_seeds))
+    command = at_once(
+        [
+            [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
+            for conf in confs
+        ]
+    )
+    m = measure(command, PROJECT, folder / "output.txt", ctx.timeout, ctx.server_cpu)
+    notes, pages, fractions = [], 0, []
+    for name in ("a", "b"):
+        urls = index_urls(folder / name / "repository" / "index.txt")
+        fraction, missing = completeness(set(urls), ctx.web)
+        pages += len(urls)
+        fractions.append(fraction)
+        notes += _missing_notes(f"{PAIR} ({name})", missing, ctx.web)
+    if m.status != 0:
+        notes.append(f"{PAIR}: exit status {m.status}")
+    return Result.of(PAIR, run, pages, m, min(fractions), notes)
+
+
 def run_scrapy(
     folder: Path, ctx: Context, run: int, fetch_only: bool = False, lean: bool = False
 ) -> Result:
@@ -660,6 +695,7 @@ RUNNERS: dict[str, Runner] = {
         name: functools.partial(run_shared, workers=n, crawler=name, cluster=True)
         for name, n in CLUSTER_WORKERS.items()
     },
+    PAIR: run_pair,
     "scrapy": run_scrapy,
     "scrapy-fetch": functools.partial(run_scrapy, fetch_only=True),
     "scrapy-fetch-lean": functools.partial(run_scrapy, fetch_only=True, lean=True),
@@ -940,16 +976,22 @@ def output_lines(results: list[Result]) -> list[str]:
 
 def shared_lines(results: list[Result]) -> list[str]:
     """A crawl shared through Redis against one process (medians): throughput with one and two
-    workers, and CPU per page (the workers', then with Redis's own)."""
+    workers, and CPU per page (the workers', then with Redis's own); two workers' also against
+    two one-process crawls at once (``tarantula-pair``), when it ran."""
     by = {m.result.crawler: m for m in medians(results)}
     base = by.get("tarantula")
     shared = [by[name] for name in (*SHARED_WORKERS, *CLUSTER_WORKERS) if name in by]
     if base is None or not shared or not base.pages_per_s:
         return []
+
+    def redis_per_1k(m: Median) -> float:
+        """Redis's CPU s per 1k pages of a shared crawler (medians)."""
+        cpu = statistics.median(r.redis_cpu for r in results if r.crawler == m.result.crawler)
+        return 1000 * cpu / max(1, m.result.pages)
+
     lines = ["## Shared through Redis", ""]
     for m in shared:
-        redis_cpu = statistics.median(r.redis_cpu for r in results if r.crawler == m.result.crawler)
-        with_redis = m.cpu_per_1k + 1000 * redis_cpu / m.result.pages if m.result.pages else 0.0
+        with_redis = m.cpu_per_1k + redis_per_1k(m)
         redis_per_doc = statistics.median(
             r.redis_bytes / max(1, r.pages) for r in results if r.crawler == m.result.crawler
         )
@@ -960,16 +1002,26 @@ def shared_lines(results: list[Result]) -> list[str]:
             f"- {m.result.crawler} / tarantula (medians): pages/s {m.pages_per_s:.1f} / "
             f"{base.pages_per_s:.1f} = {m.pages_per_s / base.pages_per_s:.2f}; CPU s / 1k pages "
             f"{m.cpu_per_1k:.2f} / {base.cpu_per_1k:.2f} = {m.cpu_per_1k / base.cpu_per_1k:.2f} "
-            f"(with Redis's {1000 * redis_cpu / max(1, m.result.pages):.2f}: "
-            f"{with_redis / base.cpu_per_1k:.2f}); Redis memory a stored document: "
-            f"{keys_per_doc:,.0f} bytes the crawl's keys, {redis_per_doc:,.0f} the server's growth"
+            f"(with Redis's {redis_per_1k(m):.2f}: {with_redis / base.cpu_per_1k:.2f}); Redis "
+            f"memory a stored document: {keys_per_doc:,.0f} bytes the crawl's keys, "
+            f"{redis_per_doc:,.0f} the server's growth"
         )
+    pair = by.get(PAIR)
     for where, names in (("", SHARED_WORKERS), (" on the cluster", CLUSTER_WORKERS)):
         one, two = (by.get(name) for name in names)
         if one is not None and two is not None and one.pages_per_s:
             lines.append(
                 f"- two workers / one worker{where}: pages/s {two.pages_per_s:.1f} / "
                 f"{one.pages_per_s:.1f} = {two.pages_per_s / one.pages_per_s:.2f}"
+            )
+        if two is not None and pair is not None and pair.cpu_per_1k:
+            with_redis = two.cpu_per_1k + redis_per_1k(two)
+            lines.append(
+                f"- two workers{where} / two one-process crawls at once ({PAIR}): CPU s / 1k "
+                f"pages {two.cpu_per_1k:.2f} / {pair.cpu_per_1k:.2f} = "
+                f"{two.cpu_per_1k / pair.cpu_per_1k:.2f} (with Redis's: "
+                f"{with_redis / pair.cpu_per_1k:.2f}); the pair / one process alone: "
+                f"{pair.cpu_per_1k / base.cpu_per_1k:.2f}"
             )
     return lines
 

@@ -191,12 +191,20 @@ class RedisCluster:
 
 def workers_command(conf: Path, workers: int) -> list[str]:
     """One ``sh`` that starts ``workers`` crawl processes at once and exits with the worst status."""
-    starts = []
-    for n in range(1, workers + 1):
-        crawl = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}",
-                 "-a", f"worker=w{n}", "-s", f"LOG_FILE={conf.parent / f'w{n}.log'}"]  # fmt: skip
-        starts.append(f"{shlex.join(crawl)} & p{n}=$!")
-    waits = [f"wait $p{n} || s=$?" for n in range(1, workers + 1)]
+    return at_once(
+        [
+            [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}",
+             "-a", f"worker=w{n}", "-s", f"LOG_FILE={conf.parent / f'w{n}.log'}"]
+            for n in range(1, workers + 1)
+        ]
+    )  # fmt: skip
+
+
+def at_once(commands: list[list[str]]) -> list[str]:
+    """One ``sh`` that starts ``commands`` at once, waits for them all and exits with the worst
+    status."""
+    starts = [f"{shlex.join(command)} & p{n}=$!" for n, command in enumerate(commands)]
+    waits = [f"wait $p{n} || s=$?" for n in range(len(commands))]
     return ["sh", "-c", "s=0; " + "; ".join(starts + waits) + "; exit $s"]
 
 

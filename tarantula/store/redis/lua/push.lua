@@ -11,6 +11,7 @@ local function push(h8, signed, bucket, host, depth, m, rest, extra, mode)
   end
   local fresh = redis.call('SADD', P .. 's:' .. bucket, signed) == 1
   if not fresh then
+    if mode ~= 'requeue' and not DFS then return 0 end  -- seen: under bfs it stays as it is
     local r = redis.call('HGET', K.u, h8)
     if mode == 'requeue' and r then
       local t = decode(r)
