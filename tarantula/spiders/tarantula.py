@@ -123,10 +123,11 @@ class TarantulaSpider(Spider):
             return
         reading = read_response(response, url, context.rules)
         documents = context.documents
-        # Where the mirror will want the copy: a store behind a round trip answers it ahead.
+        # Where the mirror will want the copy: a store behind a round trip answers it ahead, and
+        # sends the claims of the pages parsed at the same moment together.
         path = copy_relpath(url, reading.type).as_posix() if reading.accepted else None
         if reading.md5 and (
-            original := documents.claim_content(reading.md5, url, reading.accepted, path)
+            original := await documents.claim_content_soon(reading.md5, url, reading.accepted, path)
         ):
             self._duplicate(url, original)
             return

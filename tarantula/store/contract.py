@@ -111,6 +111,11 @@ class DocumentStore(Protocol):
         ``path`` is where the mirror will want the copy of an accepted document: a store behind
         a round trip answers :meth:`placed` ahead with it."""
 
+    async def claim_content_soon(self, md5: str, url: str, claim: bool = True,
+                                 path: str | None = None) -> str | None:  # fmt: skip
+        """:meth:`claim_content`, awaited in the event loop: a store behind a round trip sends the
+        claims asked for at the same moment (the pages parsed in one turn of the loop) together."""
+
     def release(self, md5: str | None, url: str) -> None:
         """``url`` will not be stored after all: its content claim ends."""
 

@@ -245,30 +245,35 @@ class RedisFrontier(Inspection):
         ``replies`` are those of the commands :meth:`add_pushes` added (none, or one)."""
         self.refused += sum(1 for queued in pushed(replies) if not queued)
 
-    def add_lease_ahead(self, batch: Batch) -> bool:
+    def add_lease_ahead(self, batch: Batch, added: int = 0) -> bool:
         """Add a lease taken ahead to ``batch`` (a page's content claim or store), to be kept for
         a later call of the scheduler (:meth:`leased_ahead` takes the reply): unless this worker
-        holds :attr:`ahead` taken ahead already. Such a lease does not take the last slot that
-        is free now (the only due host's last): that one is for a worker with a thread free now.
-        Returns whether it added one."""
-        if len(self._ahead) >= self.ahead:
+        holds :attr:`ahead` taken ahead already, counting the ``added`` to the batch before. Such
+        a lease does not take the last slot that is free now (the only due host's last): that
+        one is for a worker with a thread free now. Returns whether it added one."""
+        if len(self._ahead) + added >= self.ahead:
             return False
         self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1"])
         return True
 
-    def execute_leasing_ahead(self, fill: Callable[[Batch], object]) -> list[Any]:
-        """:meth:`execute`, with a lease taken ahead after ``fill``'s commands
-        (:meth:`add_lease_ahead`), whose reply is kept (:meth:`leased_ahead`), not returned."""
-        ahead = False
+    def execute_leasing_ahead(self, fill: Callable[[Batch], object], leases: int = 1) -> list[Any]:
+        """:meth:`execute`, with up to ``leases`` leases taken ahead after ``fill``'s commands
+        (:meth:`add_lease_ahead`; one a page whose content is claimed), whose replies are kept
+        (:meth:`leased_ahead`), not returned."""
+        added = 0
 
         def fill_and_lease(batch: Batch) -> None:
-            nonlocal ahead
+            nonlocal added
+            added = 0
             fill(batch)
-            ahead = self.add_lease_ahead(batch)
+            while added < leases and self.add_lease_ahead(batch, added):
+                added += 1
 
         replies = self.execute(fill_and_lease)
-        if ahead:
-            self.leased_ahead(replies.pop())
+        if added:
+            for reply in replies[-added:]:
+                self.leased_ahead(reply)
+            del replies[-added:]
         return replies
 
     def leased_ahead(self, reply: list[Any]) -> None:

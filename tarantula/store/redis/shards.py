@@ -311,11 +311,11 @@ class ShardedFrontier:
 
     # -- batches: the crawl's own node -----------------------------------------------------------
 
-    def add_lease_ahead(self, batch: Batch) -> bool:
+    def add_lease_ahead(self, batch: Batch, added: int = 0) -> bool:
         """None: a lease is its shard's, on its own node."""
         return False
 
-    def execute_leasing_ahead(self, fill: Callable[[Batch], object]) -> list[Any]:
+    def execute_leasing_ahead(self, fill: Callable[[Batch], object], leases: int = 1) -> list[Any]:
         """:meth:`execute`: no lease is taken ahead (:meth:`add_lease_ahead`)."""
         return self.execute(fill)
 

@@ -92,6 +92,11 @@ class SqliteDocuments(OutputFiles):
             self._claims[md5] = url
         return None
 
+    async def claim_content_soon(self, md5: str, url: str, claim: bool = True,
+                                 path: str | None = None) -> str | None:  # fmt: skip
+        """:meth:`claim_content`: at once, as it costs no round trip."""
+        return self.claim_content(md5, url, claim, path)
+
     def release(self, md5: str | None, url: str) -> None:
         """``url`` will not be stored after all: its claim on the content ends, so a later copy is
         not taken for a duplicate of a document that was never stored."""
