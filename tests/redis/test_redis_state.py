@@ -9,6 +9,7 @@ given a short ttl and the test polls, with a deadline, until the server's clock 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import threading
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import host_of
@@ -667,6 +669,22 @@ def test_leases_are_taken_ahead_with_a_page_s_claim_and_store(redis_client):
     b.close()
 
 
+def record_trips(a: RedisState, monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """From now on, each round trip of ``a`` to Redis: its commands, scripts by name."""
+    names = {
+        sha: name for s in (a.frontier.scripts, a.documents.scripts) for name, sha in s.sha.items()
+    }
+    trips: list[list[str]] = []
+    real_send = redis_transport.send
+
+    def send(client: Any, batch: Batch) -> list[Any]:
+        trips.append([names.get(c[1], c[0]) if c[0] == "EVALSHA" else c[0] for c in batch.commands])
+        return real_send(client, batch)
+
+    monkeypatch.setattr(redis_transport, "send", send)
+    return trips
+
+
 def test_a_page_costs_one_round_trip_its_store_going_with_the_next_claim(redis_client, tmp_path,
                                                                       monkeypatch):  # fmt: skip
     a = state(redis_client, "a", tmp_path, ahead=4, concurrency=4)
@@ -675,18 +693,8 @@ def test_a_page_costs_one_round_trip_its_store_going_with_the_next_claim(redis_c
     for url in urls:
         a.frontier.push(url, url, 0)
     a.frontier.flush()
-    names = {
-        sha: name for s in (a.frontier.scripts, a.documents.scripts) for name, sha in s.sha.items()
-    }
-    trips: list[list[str]] = []  # each round trip's scripts, by name
-    real_send = redis_transport.send
-
-    def send(client: Any, batch: Batch) -> list[Any]:
-        trips.append([names.get(c[1], c[0]) if c[0] == "EVALSHA" else c[0] for c in batch.commands])
-        return real_send(client, batch)
-
     entry = a.frontier.lease()  # asked now; the next ones are taken ahead with each claim
-    monkeypatch.setattr(redis_transport, "send", send)
+    trips = record_trips(a, monkeypatch)
     for n in range(5):
         entry = entry or a.frontier.lease()
         assert entry is not None
@@ -704,6 +712,40 @@ def test_a_page_costs_one_round_trip_its_store_going_with_the_next_claim(redis_c
     assert redis_client.hget(a.frontier.prefix + "outcome", "stored") == b"5"
     a.end("finished")
     assert (tmp_path / "index.txt").read_text(encoding="utf-8").count("\n") == 5
+    a.close()
+
+
+@deferred_f_from_coro_f
+async def test_claims_awaited_in_one_turn_of_the_event_loop_go_in_one_round_trip(redis_client,
+                                                                                 tmp_path,
+                                                                                 monkeypatch):  # fmt: skip
+    a = state(redis_client, "a", tmp_path, ahead=4, concurrency=4)
+    a.begin()
+    for i in range(8):  # a host each: every URL is due at once
+        a.frontier.push(f"http://h{i}.test/", f"http://h{i}.test/", 0)
+    leased = [a.frontier.lease() for _ in range(3)]
+    first, second, third = (e.url for e in leased if e is not None)
+    a.stored(doc(first, md5=content_md5("m0"), path="h0.test/index.html"))  # held till the claims
+    trips = record_trips(a, monkeypatch)
+
+    soon = a.documents.claim_content_soon
+    owners = await asyncio.gather(
+        soon(content_md5("m1"), second, path="h1.test/index.html"),
+        soon(content_md5("m1"), third, path="h2.test/index.html"),  # the same content
+        soon(content_md5("m2"), "http://x.test/", claim=False),  # a page not to store
+    )
+    assert owners == [None, second, None]
+    assert trips == [
+        ["store", "ack"]  # what the worker held goes first
+        + ["claim_content", "HGET", "SISMEMBER"] * 2
+        + ["claim_content", "lease", "lease"]  # a lease taken ahead a page to store
+    ]
+    assert a.documents.placed(second, "h1.test/index.html") == (None, False)
+    assert len(trips) == 1  # answered with the claims
+    assert a.frontier.in_flight() == 4  # two leased, two taken ahead
+    assert (
+        a.documents.claim_content(content_md5("m1"), "http://y.test/") == second
+    )  # outside a loop
     a.close()
 
 
