@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.politeness import Politeness
+from tarantula.store.redis import transport as redis_transport
 from tarantula.store.redis.codec import Lease, order_member, url_id
 from tarantula.store.redis.frontier import RedisFrontier
 from tarantula.store.redis.runs import Workers
@@ -529,6 +530,27 @@ def lease_ahead(worker: RedisFrontier) -> None:
     worker.execute_leasing_ahead(lambda batch: batch.hget(worker.prefix + "n", "queued"))
 
 
+def test_a_shard_takes_leases_ahead_with_a_lease_asked_now(redis_client, monkeypatch):
+    worker = make(redis_client, "shard-ahead", ahead=2, ahead_with_lease=True)
+    urls = [url(i, "") for i in range(4)]  # a host each, one slot a host
+    worker.push_many([(u, u, 0, None, None) for u in urls])
+    trips: list[int] = []  # each round trip's number of commands
+    real_send = redis_transport.send
+
+    def send(client: Any, batch: Any) -> list[Any]:
+        trips.append(len(batch.commands))
+        return real_send(client, batch)
+
+    monkeypatch.setattr(redis_transport, "send", send)
+    leased = [worker.lease() for _ in range(3)]
+    assert trips == [3]  # the lease asked, two taken ahead
+    # Of the last host, the only one due, the lease taken ahead leaves the last slot.
+    leased.append(worker.lease())
+    assert trips == [3, 3] and worker.lease() is None
+    assert sorted(e.url for e in leased if e is not None) == urls
+    assert worker.in_flight() == 4
+
+
 operations = st.lists(
     st.tuples(
         st.sampled_from(
@@ -554,6 +576,7 @@ def test_every_step_keeps_the_state_consistent(redis_client, steps, traversal):
             lease_timeout=0.05,
             worker=w,
             ahead=2,
+            ahead_with_lease=w == "two",  # as a shard of a cluster takes them
         )
         for w in ("one", "two")
     ]

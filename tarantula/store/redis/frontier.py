@@ -104,14 +104,16 @@ class RedisFrontier(Inspection):
     the seen-set buckets) are fixed when the crawl's first worker starts. ``poll`` caps how long
     :meth:`next_due` lets a worker wait while the crawl is active: another worker's ack (a slot
     freed) or links (URLs queued) wake nobody here. ``ahead`` is how many leases the worker may
-    hold taken ahead (:meth:`add_lease_ahead`; 0: none).
+    hold taken ahead (:meth:`add_lease_ahead`; 0: none); ``ahead_with_lease``: a lease asked now
+    takes them as well, in the same round trip (a shard of a cluster, where no content claim
+    goes to the shard's node to take them with).
     """
 
     def __init__(self, client: Redis, crawl_id: str, traversal: str = "bfs",
                  lease_timeout: float = 60.0, *, delay: float = 1.0, concurrency: int = 1,
                  worker: str | None = None, budget: int = 0, max_attempts: int = 3,
                  expected_urls: int = EXPECTED_URLS, poll: float = 0.5, ahead: int = 0,
-                 tag: str | None = None) -> None:  # fmt: skip
+                 ahead_with_lease: bool = False, tag: str | None = None) -> None:  # fmt: skip
         if traversal not in ("bfs", "dfs"):
             raise ValueError(f"traversal is bfs or dfs, not {traversal!r}")
         if client.get_connection_kwargs().get("decode_responses"):
@@ -143,6 +145,7 @@ class RedisFrontier(Inspection):
         # Commands sent with the next call, each batch's with what takes its replies (hold)
         self._held: list[Held] = []
         self.ahead = ahead
+        self.ahead_with_lease = ahead_with_lease
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
         self.refused = 0  # of those, how many Redis refused (their URLs were seen)
@@ -297,7 +300,12 @@ class RedisFrontier(Inspection):
             # Too old to trust its deadline: back to its queue (if still this worker's).
             url = Record.decode(reply[0], self.dfs).entry.url
             self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
-        reply, server = self._timed("lease", self.worker, "0")
+        if self.ahead_with_lease:
+            reply, server = self._timed_batch(
+                lambda batch: self._run("lease", self.worker, "0", batch=batch), self.ahead
+            )
+        else:
+            reply, server = self._timed("lease", self.worker, "0")
         self._name_reaped(reply)
         return reply, server
 
@@ -317,8 +325,14 @@ class RedisFrontier(Inspection):
 
     def _timed(self, name: str, *args: Any) -> tuple[Any, float]:
         """Run a script that answers with the server time; keep the clock offset up to date."""
+        return self._timed_batch(lambda batch: self._run(name, *args, batch=batch))
+
+    def _timed_batch(self, fill: Callable[[Batch], object], ahead: int = 0) -> tuple[Any, float]:
+        """The reply to the one script ``fill`` adds, which answers with the server time, sent with
+        up to ``ahead`` leases taken ahead (:meth:`execute_leasing_ahead`); keep the clock offset
+        up to date."""
         before = time.monotonic()
-        reply = self._run(name, *args)
+        reply = self.execute_leasing_ahead(fill, ahead)[0]
         after = time.monotonic()
         server = float(reply[1])
         # The server read its clock between the two: the midpoint is off by half a round trip

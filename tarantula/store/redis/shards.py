@@ -20,8 +20,8 @@ own tag, which is the layout of a crawl on one server, key for key.
 shard, a lease is asked of the shards in turn, and the crawl is over when every shard is idle
 twice in a row with no URL pushed to any between the two looks. A stored page's record goes with
 the worker's next call to the crawl's own node (its next content claim), and its ack then with
-the next call to its shard (a lease), after the links held for that shard: two round trips a page
-in all, as the links for other shards wait for calls to theirs. So another worker may look while
+the next call to its shard (a lease, which takes more ahead), after the links held for that
+shard, as the links for other shards wait for calls to theirs. So another worker may look while
 they wait, find every shard idle and leave early; never the worker that holds them, whose own look
 sends everything it holds first.
 """
@@ -132,9 +132,13 @@ def open_frontier(client: Redis, crawl_id: str, traversal: str = "bfs",
     if options.get("budget"):
         raise ValueError("a page budget needs the crawl's frontier in one slot (one shard)")
     expected = options.pop("expected_urls", EXPECTED_URLS)
-    # A shard's seen-set holds its hosts' URLs; no lease is taken ahead (it would ride on a call
-    # to the crawl's own node).
-    options.update(ahead=0, expected_urls=max(1, expected // len(tags)))
+    # A shard's seen-set holds its hosts' URLs. Its leases are taken ahead with a lease asked of
+    # it (a content claim goes to the crawl's own node), a share of the worker's threads each;
+    # not under dfs, where the links of a page not stored yet may come first.
+    ahead = -(-options.pop("ahead", 0) // len(tags)) if traversal == "bfs" else 0
+    options.update(
+        ahead=ahead, ahead_with_lease=ahead > 0, expected_urls=max(1, expected // len(tags))
+    )
     shards = [
         RedisFrontier(node, crawl_id, traversal, lease_timeout, tag=tag, **options)
         for node, tag in zip(node_clients(client, tags), tags, strict=True)
@@ -312,11 +316,11 @@ class ShardedFrontier:
     # -- batches: the crawl's own node -----------------------------------------------------------
 
     def add_lease_ahead(self, batch: Batch, added: int = 0) -> bool:
-        """None: a lease is its shard's, on its own node."""
+        """None: a lease is its shard's, on its own node, taken ahead with a lease asked of it."""
         return False
 
     def execute_leasing_ahead(self, fill: Callable[[Batch], object], leases: int = 1) -> list[Any]:
-        """:meth:`execute`: no lease is taken ahead (:meth:`add_lease_ahead`)."""
+        """:meth:`execute`: no lease is taken ahead here (:meth:`add_lease_ahead`)."""
         return self.execute(fill)
 
     def execute(self, fill: Callable[[Batch], object]) -> list[Any]:
