@@ -873,8 +873,8 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
 @contextlib.contextmanager
 def baseline(rev: str | None, root: Path, crawlers: list[str]) -> Iterator[list[str]]:
     """With ``rev``: a git worktree of the project at that revision, and crawlers that run
-    Tarantula from it: ``tarantula@REV``, and ``tarantula-redisN@REV`` beside each
-    ``tarantula-redisN`` of ``crawlers`` (removed at the end)."""
+    Tarantula from it: ``tarantula@REV``, and ``tarantula-redisN@REV`` (``-clusterN@REV``)
+    beside each ``tarantula-redisN`` (``-clusterN``) of ``crawlers`` (removed at the end)."""
     if not rev:
         yield []
         return
@@ -883,11 +883,14 @@ def baseline(rev: str | None, root: Path, crawlers: list[str]) -> Iterator[list[
     subprocess.run([*git, "add", "--detach", str(tree), rev], check=True, capture_output=True)
     names = [f"tarantula@{rev}"]
     RUNNERS[names[0]] = functools.partial(run_tarantula, crawler=names[0], tree=tree)
-    for shared, workers in SHARED_WORKERS.items():
-        if shared in crawlers:
-            name = f"{shared}@{rev}"
-            RUNNERS[name] = functools.partial(run_shared, workers=workers, crawler=name, tree=tree)
-            names.append(name)
+    for cluster, shared_workers in ((False, SHARED_WORKERS), (True, CLUSTER_WORKERS)):
+        for shared, workers in shared_workers.items():
+            if shared in crawlers:
+                name = f"{shared}@{rev}"
+                RUNNERS[name] = functools.partial(
+                    run_shared, workers=workers, crawler=name, tree=tree, cluster=cluster
+                )
+                names.append(name)
     try:
         yield names
     finally:
