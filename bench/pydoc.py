@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.run import PROJECT, measure
+from bench.shared import crawl_command
 from tarantula.core.browse import network_loads
 from tarantula.demo.server import SiteServer
 
@@ -54,8 +55,7 @@ def tarantula(folder: Path, port: int) -> dict[str, object]:
     folder.mkdir(parents=True)
     conf = folder / "crawl.conf"
     conf.write_text(CONF.format(host=HOST, port=port), encoding="utf-8")
-    crawl = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
-    m = measure(crawl, PROJECT, folder / "crawl.out", 600)
+    m = measure(crawl_command(conf), PROJECT, folder / "crawl.out", 600)
     verify = subprocess.run([sys.executable, "-m", "scrapy", "verify", str(conf)], cwd=PROJECT,
                             capture_output=True, text=True)  # fmt: skip
     network = sum("reaches the network" in line for line in verify.stdout.splitlines())

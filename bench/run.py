@@ -50,7 +50,7 @@ from typing import Any
 
 from bench.generate import DOMAIN, PRESETS, generate
 from bench.servers import LatencyServer, Nginx, free_port, nginx_binary, nginx_version
-from bench.shared import at_once, run_shared
+from bench.shared import at_once, crawl_command, run_shared
 from tarantula import settings as tarantula_settings
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -461,7 +461,7 @@ def run_tarantula(folder: Path, ctx: Context, run: int, crawler: str = "tarantul
     conf = write_tarantula_conf(
         folder, web, ctx.tarantula_seeds, TARANTULA_OUTPUTS.get(crawler, ())
     )
-    command = [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
+    command = crawl_command(conf)
     m = measure(command, tree, folder / "output.txt", ctx.timeout, ctx.server_cpu, tree)
     urls = index_urls(folder / "repository" / "index.txt")
     fraction, missing = completeness(set(urls), web)
@@ -492,12 +492,7 @@ def run_pair(folder: Path, ctx: Context, run: int) -> Result:
     for name in ("a", "b"):
         (folder / name).mkdir()
         confs.append(write_tarantula_conf(folder / name, ctx.web, ctx.tarantula_seeds))
-    command = at_once(
-        [
-            [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}"]
-            for conf in confs
-        ]
-    )
+    command = at_once([crawl_command(conf) for conf in confs])
     m = measure(command, PROJECT, folder / "output.txt", ctx.timeout, ctx.server_cpu)
     notes, pages, fractions = [], 0, []
     for name in ("a", "b"):

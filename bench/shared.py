@@ -189,15 +189,19 @@ class RedisCluster:
         return sum(self.node_keys)
 
 
+def crawl_command(conf: Path, *options: str) -> list[str]:
+    """Tarantula's crawl of config ``conf``, with ``options`` (``-a``, ``-s``) after it."""
+    return [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}", *options]
+
+
 def workers_command(conf: Path, workers: int) -> list[str]:
     """One ``sh`` that starts ``workers`` crawl processes at once and exits with the worst status."""
     return at_once(
         [
-            [sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a", f"conf={conf}",
-             "-a", f"worker=w{n}", "-s", f"LOG_FILE={conf.parent / f'w{n}.log'}"]
+            crawl_command(conf, "-a", f"worker=w{n}", "-s", f"LOG_FILE={conf.parent / f'w{n}.log'}")
             for n in range(1, workers + 1)
         ]
-    )  # fmt: skip
+    )
 
 
 def at_once(commands: list[list[str]]) -> list[str]:

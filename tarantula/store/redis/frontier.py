@@ -300,12 +300,10 @@ class RedisFrontier(Inspection):
             # Too old to trust its deadline: back to its queue (if still this worker's).
             url = Record.decode(reply[0], self.dfs).entry.url
             self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
-        if self.ahead_with_lease:
-            reply, server = self._timed_batch(
-                lambda batch: self._run("lease", self.worker, "0", batch=batch), self.ahead
-            )
-        else:
-            reply, server = self._timed("lease", self.worker, "0")
+        reply, server = self._timed_batch(
+            lambda batch: self._run("lease", self.worker, "0", batch=batch),
+            self.ahead if self.ahead_with_lease else 0,
+        )
         self._name_reaped(reply)
         return reply, server
 

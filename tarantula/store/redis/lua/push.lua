@@ -23,7 +23,7 @@ local function push(h8, signed, bucket, host, depth, m, rest, extra, mode)
       end
       return 1
     elseif mode ~= 'requeue' then
-      if not (DFS and r) then return 0 end
+      if not r then return 0 end  -- under dfs (bfs returned above)
       local t = decode(r)
       if t.state ~= 0 or not less(m, t.member) then return 0 end
       local q = qkey(t.host)
