@@ -546,9 +546,17 @@ def test_a_shard_takes_leases_ahead_with_a_lease_asked_now(redis_client, monkeyp
     assert trips == [3]  # the lease asked, two taken ahead
     # Of the last host, the only one due, the lease taken ahead leaves the last slot.
     leased.append(worker.lease())
-    assert trips == [3, 3] and worker.lease() is None
+    assert trips == [3, 3]
     assert sorted(e.url for e in leased if e is not None) == urls
     assert worker.in_flight() == 4
+    # Nothing due: after the first idle answer, a lease asked takes none ahead, until one is
+    # found again.
+    assert worker.lease() is None and trips[-1] == 3
+    assert worker.lease() is None and trips[-1] == 1
+    fresh = [url(i, "") for i in range(4, 7)]
+    worker.push_many([(u, u, 0, None, None) for u in fresh])
+    assert worker.lease() is not None and trips[-1] == 1
+    assert worker.lease() is not None and trips[-1] == 3
 
 
 operations = st.lists(

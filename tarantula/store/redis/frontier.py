@@ -106,7 +106,7 @@ class RedisFrontier(Inspection):
     freed) or links (URLs queued) wake nobody here. ``ahead`` is how many leases the worker may
     hold taken ahead (:meth:`add_lease_ahead`; 0: none); ``ahead_with_lease``: a lease asked now
     takes them as well, in the same round trip (a shard of a cluster, where no content claim
-    goes to the shard's node to take them with).
+    goes to the shard's node to take them with), unless the lease asked before found nothing due.
     """
 
     def __init__(self, client: Redis, crawl_id: str, traversal: str = "bfs",
@@ -146,6 +146,9 @@ class RedisFrontier(Inspection):
         self._held: list[Held] = []
         self.ahead = ahead
         self.ahead_with_lease = ahead_with_lease
+        # The last lease asked now found nothing due: the next takes none ahead (they would
+        # find nothing either, each a script call of its own).
+        self._dry = False
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
         self.refused = 0  # of those, how many Redis refused (their URLs were seen)
@@ -302,8 +305,9 @@ class RedisFrontier(Inspection):
             self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
         reply, server = self._timed_batch(
             lambda batch: self._run("lease", self.worker, "0", batch=batch),
-            self.ahead if self.ahead_with_lease else 0,
+            self.ahead if self.ahead_with_lease and not self._dry else 0,
         )
+        self._dry = reply[0] is None
         self._name_reaped(reply)
         return reply, server
 
