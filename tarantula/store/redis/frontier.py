@@ -14,12 +14,11 @@ import logging
 import os
 import socket
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterable
-from itertools import chain
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from tarantula.core.frontier import Entry, Gate, HashSet, dfs_key, host_of
+from tarantula.store.redis.calls import MAX_UNSENT, Calls, pushed
 from tarantula.store.redis.codec import (
     _U32,
     Lease,
@@ -33,7 +32,7 @@ from tarantula.store.redis.codec import (
 from tarantula.store.redis.inspection import Inspection
 from tarantula.store.redis.lua import lua
 from tarantula.store.redis.shared import key_prefix
-from tarantula.store.redis.transport import Batch, Held, Scripts, Taker
+from tarantula.store.redis.transport import Batch, Scripts
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -54,14 +53,6 @@ _SCRIPTS = {
     for name in ("push", "lease", "ack", "extend", "give_back", "return_leases", "pause", "drop", "reap")
 }  # fmt: skip
 
-#: Links' pushes held for the next call to Redis before they are sent on their own.
-MAX_UNSENT = 256
-#: Batches held for the next call to Redis (:meth:`RedisFrontier.hold`) before they are sent on
-#: their own.
-MAX_HELD = 64
-
-#: A lease taken ahead is used within this part of the lease timeout, or given back.
-AHEAD_PART = 0.25
 #: The layout of a crawl's keys, in its ``conf``: a crawl begun before documents kept their index
 #: records in the folders has none, and is refused (its ``docs`` hold JSON records).
 LAYOUT = "2"
@@ -82,17 +73,12 @@ def bucket_count(expected: int) -> int:
     return 1 << max(0, (max(1, expected) // 256 - 1).bit_length())
 
 
-def pushed(replies: list[Any]) -> list[bool]:
-    """Whether each push was queued, from the replies of the script calls that carried them."""
-    return [bool(queued) for reply in replies for queued in reply]
-
-
 def default_worker() -> str:
     """A worker's name when none is given: host name and process id."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class RedisFrontier(Inspection):
+class RedisFrontier(Calls, Inspection):
     """The :class:`~tarantula.core.frontier.Frontier` of crawl ``crawl_id`` on a Redis server,
     shared by every worker that builds one with the same id (see the module's docstring).
 
@@ -141,17 +127,7 @@ class RedisFrontier(Inspection):
         # URLs known to be seen for good (a "yes" from Redis never turns back to "no" within a
         # generation): most of a page's links are, and they cost no round trip after the first.
         self._known = HashSet()
-        self._unsent: list[list[Any]] = []  # pushes of links, sent with the next call (push)
-        # Commands sent with the next call, each batch's with what takes its replies (hold)
-        self._held: list[Held] = []
-        self.ahead = ahead
-        self.ahead_with_lease = ahead_with_lease
-        # The last lease asked now found nothing due: the next takes none ahead (they would
-        # find nothing either, each a script call of its own).
-        self._dry = False
-        self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
-        self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
-        self.refused = 0  # of those, how many Redis refused (their URLs were seen)
+        self._start_calls(lease_timeout, ahead, ahead_with_lease)
         # Where each URL this worker leased stands in its queue (depth, member without the URL
         # hash), until its ack: its document keeps them for a recrawl (:meth:`place`).
         self._places: dict[str, tuple[bytes, bytes]] = {}
@@ -198,149 +174,6 @@ class RedisFrontier(Inspection):
             },
         )
         return int(stored[1])
-
-    # -- plumbing -------------------------------------------------------------------------------
-
-    def _run(self, name: str, *args: Any, batch: Batch | None = None) -> Any:
-        """Run script ``name`` (or add it to ``batch``, when given); the pushes not sent yet and
-        the commands held go first, in the same round trip (:meth:`execute`)."""
-        if batch is not None:
-            self.scripts.add(batch, name, self.keys, [self.prefix, *args])
-            return None
-        if not self._unsent and not self._held:
-            return self.scripts.run(name, self.keys, [self.prefix, *args])
-        return self.execute(lambda b: self.scripts.add(b, name, self.keys, [self.prefix, *args]))[0]
-
-    def execute(self, fill: Callable[[Batch], object]) -> list[Any]:
-        """The replies to a batch filled by ``fill`` (any scripts of the process, see
-        :class:`Scripts`), sent after the links' pushes not sent yet and the commands held
-        (:meth:`hold`), in the same round trip; the replies of those go where they belong."""
-        held, self._held = self._held, []
-        if self._unsent:  # links before any ack: the crawl never looks over while they wait
-            pushes = Batch()
-            self.add_pushes(pushes, self._unsent)
-            self._unsent = []
-            held.insert(0, (pushes.commands, self.pushes_sent))
-        return self.scripts.execute_after(held, fill)
-
-    def hold(self, fill: Callable[[Batch], object], take: Taker) -> None:
-        """Send the commands ``fill`` adds to a batch (now) with this worker's next round trip to
-        Redis, before that call's own, or at the latest at :meth:`flush` (which the worker's
-        tick calls every second); ``take`` gets their replies then. A stored page's record and
-        ack go this way, with the next page's content claim: one round trip a page, not two. A
-        worker killed meanwhile loses them as it would a page it had not stored yet: its lease
-        runs out and the URL is fetched again."""
-        batch = Batch()
-        fill(batch)
-        self._held.append((batch.commands, take))
-        if len(self._held) >= MAX_HELD:
-            self.flush()
-
-    def hold_ack(self, url: str, outcome: str) -> None:
-        """:meth:`ack` with this worker's next round trip to Redis (:meth:`hold`)."""
-        self.hold(lambda batch: self.ack(url, outcome, batch=batch), lambda replies: None)
-
-    def add_pushes(self, batch: Batch, pushes: list[list[Any]]) -> None:
-        """Add ``pushes`` (the arguments of each) to ``batch``: one script call for all of them,
-        or nothing when there are none. Its reply is a list, a 0 or 1 a push (:func:`pushed`)."""
-        if pushes:
-            self.scripts.add(batch, "push", self.keys, [self.prefix, *chain.from_iterable(pushes)])
-
-    def pushes_sent(self, replies: list[Any]) -> None:
-        """Count the pushes Redis refused: another worker had queued their URLs meanwhile.
-        ``replies`` are those of the commands :meth:`add_pushes` added (none, or one)."""
-        self.refused += sum(1 for queued in pushed(replies) if not queued)
-
-    def add_lease_ahead(self, batch: Batch, added: int = 0) -> bool:
-        """Add a lease taken ahead to ``batch`` (a page's content claim or store), to be kept for
-        a later call of the scheduler (:meth:`leased_ahead` takes the reply): unless this worker
-        holds :attr:`ahead` taken ahead already, counting the ``added`` to the batch before. Such
-        a lease does not take the last slot that is free now (the only due host's last): that
-        one is for a worker with a thread free now. Returns whether it added one."""
-        if len(self._ahead) + added >= self.ahead:
-            return False
-        self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1"])
-        return True
-
-    def execute_leasing_ahead(self, fill: Callable[[Batch], object], leases: int = 1) -> list[Any]:
-        """:meth:`execute`, with up to ``leases`` leases taken ahead after ``fill``'s commands
-        (:meth:`add_lease_ahead`; one a page whose content is claimed), whose replies are kept
-        (:meth:`leased_ahead`), not returned."""
-        added = 0
-
-        def fill_and_lease(batch: Batch) -> None:
-            nonlocal added
-            added = 0
-            fill(batch)
-            while added < leases and self.add_lease_ahead(batch, added):
-                added += 1
-
-        replies = self.execute(fill_and_lease)
-        if added:
-            for reply in replies[-added:]:
-                self.leased_ahead(reply)
-            del replies[-added:]
-        return replies
-
-    def leased_ahead(self, reply: list[Any]) -> None:
-        """Keep the reply of a lease :meth:`add_lease_ahead` added, if it leased a URL. A dropped
-        host it met is dropped now (Redis took it out of the hosts to lease from: its queued URLs
-        must not wait for a call that may never come). An idle or spent-budget answer is stale
-        by the next call, which asks again."""
-        self._name_reaped(reply)
-        if reply[0] is not None:
-            self._ahead.append((time.monotonic(), reply))
-        elif reply[2] == b"dropped":
-            self.drop_host(reply[3].decode())
-
-    def _lease_reply(self) -> tuple[Any, float]:
-        """The reply of the oldest lease taken ahead, while it is young enough, else of a lease
-        now."""
-        while self._ahead:
-            taken, reply = self._ahead.popleft()
-            if time.monotonic() - taken < self.ahead_for:
-                return reply, float(reply[1])
-            # Too old to trust its deadline: back to its queue (if still this worker's).
-            url = Record.decode(reply[0], self.dfs).entry.url
-            self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
-        reply, server = self._timed_batch(
-            lambda batch: self._run("lease", self.worker, "0", batch=batch),
-            self.ahead if self.ahead_with_lease and not self._dry else 0,
-        )
-        self._dry = reply[0] is None
-        self._name_reaped(reply)
-        return reply, server
-
-    def _name_reaped(self, reply: list[Any]) -> None:
-        """Name the workers whose expired leases a lease of this worker took back (SPEC 12): a
-        worker that stopped answering (killed, or paused past ``lease-timeout``)."""
-        for owner, count in Counter(reply[5] if len(reply) > 5 and reply[5] else ()).items():
-            logger.warning(
-                "Worker %s stopped answering: its lease on %d URL%s ran out, queued again",
-                owner.decode(), count, "" if count == 1 else "s",
-            )  # fmt: skip
-
-    def flush(self) -> None:
-        """Send the pushes not sent yet and the commands held now."""
-        if self._unsent or self._held:
-            self.execute(lambda batch: None)
-
-    def _timed(self, name: str, *args: Any) -> tuple[Any, float]:
-        """Run a script that answers with the server time; keep the clock offset up to date."""
-        return self._timed_batch(lambda batch: self._run(name, *args, batch=batch))
-
-    def _timed_batch(self, fill: Callable[[Batch], object], ahead: int = 0) -> tuple[Any, float]:
-        """The reply to the one script ``fill`` adds, which answers with the server time, sent with
-        up to ``ahead`` leases taken ahead (:meth:`execute_leasing_ahead`); keep the clock offset
-        up to date."""
-        before = time.monotonic()
-        reply = self.execute_leasing_ahead(fill, ahead)[0]
-        after = time.monotonic()
-        server = float(reply[1])
-        # The server read its clock between the two: the midpoint is off by half a round trip
-        # at most, which only shifts when the scheduler asks again, never what Redis decides.
-        self._offset = server - (before + after) / 2
-        return reply, server
 
     def _id(self, url: str) -> tuple[bytes, int, int]:
         h8, signed = url_id(url)

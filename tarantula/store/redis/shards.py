@@ -34,8 +34,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tarantula.core.frontier import Entry, Gate, host_of
+from tarantula.store.redis.calls import MAX_HELD
 from tarantula.store.redis.codec import Lease
-from tarantula.store.redis.frontier import EXPECTED_URLS, MAX_HELD, RedisFrontier, bucket_count
+from tarantula.store.redis.frontier import EXPECTED_URLS, RedisFrontier, bucket_count
 from tarantula.store.redis.shared import key_prefix, masters, serving
 from tarantula.store.redis.transport import Batch, Held, Scripts, Taker
 
