@@ -25,7 +25,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.run import PROJECT, measure
+from bench.measure import PROJECT, measure
 from bench.shared import crawl_command
 from tarantula.core.browse import network_loads
 from tarantula.demo.server import SiteServer

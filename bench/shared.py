@@ -2,7 +2,7 @@
 same web as the single-process crawl (``--crawlers tarantula,tarantula-redis1,tarantula-redis2``).
 
 Each run starts its own Debian ``redis-server`` on 127.0.0.1 (no persistence, a fresh crawl), then
-the workers, all at once, through one ``sh`` that waits for them: :func:`bench.run.measure` times
+the workers, all at once, through one ``sh`` that waits for them: :func:`bench.measure.measure` times
 that ``sh``, so wall time runs from the first worker's start to the last one's end, and the CPU
 and peak RSS are those of the workers together (the kernel adds waited-for children to their
 parent's usage). Redis's own CPU is reported beside the server's: it is the shared crawl's cost on
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from bench.servers import LOOPBACK, free_port, process_tree_cpu
 
 if TYPE_CHECKING:
-    from bench.run import Context, Result
+    from bench.crawlers import Context
+    from bench.results import Result
 
 REDIS_SERVER = Path("/usr/bin/redis-server")
 #: A node of a Redis Cluster: its cluster file in its own folder.
@@ -217,7 +218,9 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
     """A crawl of the web by ``workers`` workers sharing it through a fresh Redis (``cluster``: a
     fresh Redis Cluster of three masters), run from the project's tree or from ``tree`` (a
     baseline's worktree)."""
-    from bench.run import PROJECT, Result, completeness, index_urls, measure, write_tarantula_conf
+    from bench.crawlers import completeness, index_urls, write_tarantula_conf
+    from bench.measure import PROJECT, measure
+    from bench.results import Result
 
     crawler = crawler or f"tarantula-redis{workers}"
     tree = tree or PROJECT

@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.generate import Preset, base_url, build, contents, host_name
-from bench.run import PROJECT, RESULTS, Measured, machine_lines, measure, write_report
+from bench.measure import PROJECT, Measured, machine_lines, measure
+from bench.results import RESULTS, write_report
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.mirror import mirror_relpath, store_path, write_atomic
