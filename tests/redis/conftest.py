@@ -23,7 +23,8 @@ def _unavailable(reason: str) -> None:
 
 @pytest.fixture
 def redis_servers(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
-    """Start Redis servers (``appendonly=True`` for one that keeps its data across a restart);
+    """Start Redis servers (``appendonly=True`` for one that keeps its data across a restart,
+    ``cluster=True`` for a node of a Redis Cluster, alone and serving no slot until told);
     every one is stopped at teardown."""
     if redis is None:
         _unavailable("redis-py is not installed (pip install -e '.[redis]')")
@@ -31,8 +32,10 @@ def redis_servers(tmp_path: Path) -> Iterator[Callable[..., RedisServer]]:
         _unavailable(f"{REDIS_SERVER} is missing (apt-get install redis-server)")
     started: list[RedisServer] = []
 
-    def start(*, appendonly: bool = False) -> RedisServer:
-        server = RedisServer(tmp_path / f"redis-{len(started)}", appendonly=appendonly)
+    def start(*, appendonly: bool = False, cluster: bool = False) -> RedisServer:
+        server = RedisServer(
+            tmp_path / f"redis-{len(started)}", appendonly=appendonly, cluster=cluster
+        )
         started.append(server)
         server.start()
         return server

@@ -4,6 +4,8 @@ host, one shard a master (:mod:`tarantula.store.redis.shards`)."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from itertools import pairwise
 
@@ -17,8 +19,9 @@ from tarantula.store.redis.frontier import RedisFrontier
 from tarantula.store.redis.runs import Workers
 from tarantula.store.redis.shards import ShardedFrontier, open_frontier, shard_tags
 from tarantula.store.redis.shared import connect, crawl_id, key_prefix, serving_node
+from tarantula.store.redis.transport import Batch, send
 from tests.helpers.crawls import run_crawl, run_scrapy, wait_for, write_conf
-from tests.helpers.redis_server import RedisCluster
+from tests.helpers.redis_server import RedisCluster, RedisServer
 from tests.helpers.shared import figure, finish, link_lines, start_worker
 
 # One cluster serves the module's tests (see conftest), on one worker of the parallel run.
@@ -52,6 +55,50 @@ def test_a_client_of_any_node_talks_to_the_node_serving_the_crawl(redis_cluster:
         finally:
             client.close()
     assert redis_cluster.keys_by_node("tarantula:*")[owner] == 1
+
+
+def test_a_worker_waits_while_the_cluster_is_down(redis_servers: Callable[..., RedisServer]):
+    # A node of a cluster that serves no slot answers CLUSTERDOWN, as every node does while a
+    # master is away, and as a restarted node does until it has rejoined.
+    node = redis_servers(cluster=True)
+    admin = node.client()
+    worker = connect(node.url)  # a worker's client: waits for Redis, forever
+    waits: list[logging.LogRecord] = []
+    waited = threading.Condition()
+
+    class Waits(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            with waited:
+                waits.append(record)
+                waited.notify_all()
+
+    def serve_after_a_wait(before: int, seen: list[bool]) -> None:
+        with waited:
+            seen.append(waited.wait_for(lambda: len(waits) > before, timeout=60))
+        admin.execute_command("CLUSTER ADDSLOTSRANGE", 0, 16383)
+
+    handler = Waits(logging.WARNING)
+    logging.getLogger("tarantula.store.redis.shared").addHandler(handler)
+    try:
+        batch = Batch()
+        batch.hget("h", "f")
+        for call, expected in (
+            (lambda: worker.hset("h", "f", "v"), 1),  # a command on its own
+            (lambda: send(worker, batch), [b"v"]),  # a batch, as the scripts go
+        ):
+            seen: list[bool] = []
+            helper = threading.Thread(target=serve_after_a_wait, args=(len(waits), seen))
+            helper.start()
+            reply = call()
+            helper.join()
+            assert seen == [True]  # the call waited (and said so) until the cluster was up
+            assert reply == expected
+            admin.execute_command("CLUSTER DELSLOTSRANGE", 0, 16383)  # down again
+    finally:
+        logging.getLogger("tarantula.store.redis.shared").removeHandler(handler)
+        worker.close()
+        admin.close()
+    assert "does not answer" in waits[0].getMessage()
 
 
 def test_a_crawl_on_a_server_of_its_own_keeps_one_slot(redis_client):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,10 +78,13 @@ def connect(url: str, *, retry_forever: bool = True, crawl: str | None = None) -
     scripts run on that node, whichever node the configuration names.
 
     After the check the client retries every failed call with a logged back-off, forever: a
-    worker waits for Redis rather than losing work.
+    worker waits for Redis rather than losing work. A node of a cluster that says the cluster is
+    down (``CLUSTERDOWN``: a master, maybe this node, is away or still rejoining after a restart)
+    is waited for the same way: it ran nothing of the call.
     """
     import redis
     from redis.backoff import ExponentialBackoff
+    from redis.exceptions import ClusterDownError
     from redis.retry import Retry
 
     class LoggedBackoff(ExponentialBackoff):
@@ -110,13 +114,11 @@ def connect(url: str, *, retry_forever: bool = True, crawl: str | None = None) -
     except (redis.RedisError, OSError, ValueError) as exc:
         raise RedisUnreachable(f"cannot reach Redis at {url}: {exc}") from None
     if retry_forever:
-        retry = Retry(LoggedBackoff(cap=10.0, base=0.1), retries=-1)
+        waited_for = (redis.ConnectionError, redis.TimeoutError, socket.timeout, ClusterDownError)
+        retry = Retry(LoggedBackoff(cap=10.0, base=0.1), retries=-1, supported_errors=waited_for)
         client.set_retry(retry)
         # set_retry also sets it on the connection pool's connections, which retry on these.
-        client.get_connection_kwargs()["retry_on_error"] = [
-            redis.ConnectionError,
-            redis.TimeoutError,
-        ]
+        client.get_connection_kwargs()["retry_on_error"] = list(waited_for)
     return client
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from hiredis import pack_command
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -141,6 +141,11 @@ def send(client: Redis, batch: Batch) -> list[Any]:
                 replies.append(conn.read_response())
             except ResponseError as error:  # read on: the connection must stay in step
                 replies.append(error)
+        for reply in replies:
+            # A node that says the cluster is down ran nothing of it: the connection's retry policy
+            # waits (a worker's: forever) and sends the batch again, as after a lost connection.
+            if isinstance(reply, ClusterDownError):
+                raise reply
         return replies
 
     with client.single_connection_lock:
