@@ -62,6 +62,9 @@ def test_a_worker_waits_while_the_cluster_is_down(redis_servers: Callable[..., R
     # master is away, and as a restarted node does until it has rejoined.
     node = redis_servers(cluster=True)
     admin = node.client()
+    # A master cut off from the cluster waits its node timeout (500 ms at least) before it serves
+    # again: kept short here.
+    admin.config_set("cluster-node-timeout", 500)
     worker = connect(node.url)  # a worker's client: waits for Redis, forever
     waits: list[logging.LogRecord] = []
     waited = threading.Condition()
