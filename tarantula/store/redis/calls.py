@@ -187,10 +187,6 @@ class Calls:
         if self._unsent or self._held:
             self.execute(lambda batch: None)
 
-    def _timed(self, name: str, *args: Any) -> tuple[Any, float]:
-        """Run a script that answers with the server time; keep the clock offset up to date."""
-        return self._timed_batch(lambda batch: self._run(name, *args, batch=batch))
-
     def _timed_batch(self, fill: Callable[[Batch], object], ahead: int = 0) -> tuple[Any, float]:
         """The reply to the one script ``fill`` adds, which answers with the server time, sent with
         up to ``ahead`` leases taken ahead (:meth:`execute_leasing_ahead`); keep the clock offset

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from hiredis import pack_command
-from redis.exceptions import ClusterDownError, NoScriptError, ResponseError
+from redis.exceptions import NoScriptError, ResponseError
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -142,18 +142,15 @@ def send(client: Redis, batch: Batch) -> list[Any]:
             except ResponseError as error:  # read on: the connection must stay in step
                 replies.append(error)
         for reply in replies:
-            # A node that says the cluster is down ran nothing of it: the connection's retry policy
-            # waits (a worker's: forever) and sends the batch again, as after a lost connection.
-            if isinstance(reply, ClusterDownError):
+            # The connection's retry policy decides: a worker's waits while a node says the
+            # cluster is down (it ran nothing) and sends the batch again, as after a lost
+            # connection; any other error reply is raised at once.
+            if isinstance(reply, ResponseError):
                 raise reply
         return replies
 
     with client.single_connection_lock:
-        replies = conn.retry.call_with_retry(exchange, lambda error: conn.disconnect())
-    for reply in replies:
-        if isinstance(reply, ResponseError):
-            raise reply
-    return cast("list[Any]", replies)
+        return conn.retry.call_with_retry(exchange, lambda error: conn.disconnect())
 
 
 def pack(commands: list[tuple[Any, ...]]) -> list[bytes]:
