@@ -2,14 +2,14 @@
 same web as the single-process crawl (``--crawlers tarantula,tarantula-redis1,tarantula-redis2``).
 
 Each run starts its own Debian ``redis-server`` on 127.0.0.1 (no persistence, a fresh crawl), then
-the workers, all at once, through one ``sh`` that waits for them: :func:`bench.measure.measure` times
-that ``sh``, so wall time runs from the first worker's start to the last one's end, and the CPU
-and peak RSS are those of the workers together (the kernel adds waited-for children to their
+the workers, all at once, through one ``sh`` that waits for them: :func:`bench.measure.measure`
+times that ``sh``, so wall time runs from the first worker's start to the last one's end, and the
+CPU and peak RSS are those of the workers together (the kernel adds waited-for children to their
 parent's usage). Redis's own CPU is reported beside the server's: it is the shared crawl's cost on
-the Redis machine, not a worker's. So is Redis's memory once the crawl is over, per stored
-document: what its keys hold (``used_memory`` less what is left once they are deleted), and the
-server's growth (``used_memory`` then, less the empty server's), which adds what a server keeps
-after any crawl, whatever its size (about 0.85 MB: the scripts and more).
+the Redis machine, not a worker's. So is Redis's memory once the crawl is over, per stored document:
+what its keys hold (``used_memory`` less what is left once they are deleted), and the server's
+growth (``used_memory`` then, less the empty server's), which adds what a server keeps after any
+crawl, whatever its size (about 0.85 MB: the scripts and more).
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.measure import PROJECT, measure
+from bench.results import Result
 from bench.servers import LOOPBACK, free_port, process_tree_cpu
 
 if TYPE_CHECKING:
     from bench.crawlers import Context
-    from bench.results import Result
 
 REDIS_SERVER = Path("/usr/bin/redis-server")
 #: A node of a Redis Cluster: its cluster file in its own folder.
@@ -218,9 +219,8 @@ def run_shared(folder: Path, ctx: Context, run: int, workers: int, crawler: str 
     """A crawl of the web by ``workers`` workers sharing it through a fresh Redis (``cluster``: a
     fresh Redis Cluster of three masters), run from the project's tree or from ``tree`` (a
     baseline's worktree)."""
+    # Here, not at the top: bench.crawlers imports this module.
     from bench.crawlers import completeness, index_urls, write_tarantula_conf
-    from bench.measure import PROJECT, measure
-    from bench.results import Result
 
     crawler = crawler or f"tarantula-redis{workers}"
     tree = tree or PROJECT
