@@ -38,6 +38,12 @@ SPIDER_MIDDLEWARES = {
 
 TWISTED_DNS_RESOLVER = "tarantula.resolver.MappedResolver"
 
+# Scrapy's HTTP/1.1 handler, telling politeness when each request's bytes really went out.
+DOWNLOAD_HANDLERS = {
+    "http": "tarantula.handlers.WireHandler",
+    "https": "tarantula.handlers.WireHandler",
+}
+
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "tarantula"
 ROBOTSTXT_PARSER = "scrapy.robotstxt.ProtegoRobotParser"

@@ -36,6 +36,7 @@ class Host:
     due: float = 0.0  # monotonic time of the next allowed request
     crawl_delay: float = 0.0
     last_start: float = -math.inf  # when the latest request went out
+    sending: int = 0  # requests booked and not yet reported sent (Politeness.sent)
     failures: int = 0  # consecutive
     backoffs: int = 0  # consecutive
     dropped: bool = False
@@ -137,6 +138,40 @@ class Politeness:
         self.booked(name, now)
         return 0.0
 
+    def sent(self, name: str, now: float) -> bool:
+        """A request to ``name`` booked earlier (:meth:`book_start`) went out at ``now``: the next
+        one keeps the gap after it, not after the booking, however long a busy event loop held
+        the bytes up (:mod:`tarantula.handlers` reports it). False, and nothing changes, when no
+        request to ``name`` was booked and not yet reported (a tool's request).
+
+        >>> p = Politeness(delay=1.0)
+        >>> p.book_start("h", 10.0), p.sent("h", 10.25), p.book_start("h", 11.0), p.due("h")
+        (0.0, True, 0.25, 11.25)
+        >>> p.sent("h", 11.5), p.sent("other", 11.5), "other" in p.hosts
+        (False, False, False)
+        """
+        host = self.hosts.get(name)
+        if host is None or not host.sending:
+            return False
+        host.sending -= 1
+        if now > host.last_start:
+            host.last_start = now
+            host.due = max(host.due, now + self.gap(name))
+        return True
+
+    def ended(self, name: str, now: float) -> None:
+        """An attempt at ``name`` is over (an answer, or a failure): a request booked and never
+        reported sent (an answer made without the network, a connection that failed) counts as
+        sent now, so that nothing stays waiting for it.
+
+        >>> p = Politeness(delay=1.0)
+        >>> p.book_start("h", 10.0), p.ended("h", 10.5), p.host("h").sending, p.due("h")
+        (0.0, None, 0, 11.5)
+        """
+        host = self.hosts.get(name)
+        if host is not None and host.sending:
+            self.sent(name, now)
+
     def wire_wait(self, name: str, now: float) -> float:
         """Seconds from ``now`` until a request to ``name`` may start (0 or less: it may now)."""
         return self.host(name).last_start + self.gap(name) - now
@@ -144,6 +179,7 @@ class Politeness:
     def booked(self, name: str, now: float) -> None:
         """A request to ``name`` starts at ``now``: the next one keeps the gap after it."""
         host = self.host(name)
+        host.sending += 1
         host.last_start = now
         host.due = max(host.due, now + self.gap(name))
 

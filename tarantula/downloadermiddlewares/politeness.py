@@ -84,7 +84,7 @@ class PolitenessMiddleware:
         # The request goes on the wire next: it passed robots.txt (whose rules it may have waited
         # for, with others of its host), and the download slots add no wait of their own. It
         # waits until politeness books its start, the gap after the one before; the next gap
-        # counts from it.
+        # counts from it, and from when its bytes really went out (tarantula.handlers).
         while (wait := self.politeness.book_start(host, time.monotonic())) > 0:
             await asyncio.sleep(wait)
 
@@ -126,6 +126,9 @@ class PolitenessMiddleware:
         self, request: Request, exception: Exception, spider: Spider | None = None
     ) -> None:
         host, handed = self._host(request)
+        # A request that failed before its bytes went out (no connection, refused by a later
+        # middleware) holds the host's next start no longer.
+        self.politeness.ended(host, time.monotonic())
         # Only timeouts and connection errors count towards host-failures: a refused request or
         # a document over max-document-size says nothing about the host's health.
         counts = not isinstance(exception, IgnoreRequest) and not cut_at_max_size(exception)

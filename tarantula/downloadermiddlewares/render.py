@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
+HANDLER = "tarantula.handlers.render.RenderHandler"
 #: What a page needs for its links; images, media and fonts only cost time.
 SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
 

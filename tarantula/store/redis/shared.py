@@ -177,6 +177,8 @@ def serving_node(client: Redis, crawl: str) -> tuple[str, int] | None:
 
 _START = lua("wire_start")
 
+_SENT = lua("wire_sent")
+
 _PAUSE = lua("wire_pause")
 
 
@@ -184,35 +186,60 @@ class SharedPoliteness(Politeness):
     """:class:`~tarantula.core.politeness.Politeness` across the workers of a shared crawl.
 
     Keys (under the frontier's prefix): ``wire`` (hash host -> the server time before which no
-    request to it may start) and ``fails`` (hash host -> failures in a row, every worker's).
+    request to it may start), ``sending`` (hash host -> until when a request booked and not yet
+    reported sent holds the host's next start back: ``hold`` seconds, the lease timeout, at most)
+    and ``fails`` (hash host -> failures in a row, every worker's).
     """
 
+    #: Seconds before asking again while another request to the host is booked and not yet sent
+    #: (usually a matter of microseconds; longer only when its worker is held up).
+    POLL = 0.01
+
     def __init__(
-        self, frontier: RedisFrontier | ShardedFrontier, *args: object, **kwargs: object
-    ) -> None:
+        self, frontier: RedisFrontier | ShardedFrontier, *args: object, hold: float = 60.0,
+        **kwargs: object,
+    ) -> None:  # fmt: skip
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.frontier = frontier
         self.client = frontier.client
+        self.hold = hold
         self._wire = frontier.prefix + "wire"
+        self._sending = frontier.prefix + "sending"
         self._fails = frontier.prefix + "fails"
+        self._held: set[str] = set()  # hosts whose next start this worker holds in Redis
         self._start = self.client.register_script(_START)
+        self._sent = self.client.register_script(_SENT)
         self._pause = self.client.register_script(_PAUSE)
 
     def book_start(self, name: str, now: float) -> float:
         """0.0 when a request to ``name`` may start now, booked for every worker (the gap after
-        the last request any worker started, and any pause, have passed); else the seconds to wait
-        before asking again."""
+        the last request any worker sent, and any pause, have passed, and no request booked by
+        another is still waiting to go out); else the seconds to wait before asking again."""
         wait = self.wire_wait(name, now)
         if wait > 0:
             return wait
         if self.gap(name) > 0 or self.host(name).backoffs:  # else there is nothing to keep
-            wait = float(self._start(keys=[self._wire], args=[name, repr(self.gap(name))]))
+            keys = [self._wire, self._sending]
+            args = [name, repr(self.gap(name)), repr(self.hold), repr(self.POLL)]
+            wait = float(self._start(keys=keys, args=args))
             if wait > 0:
                 host = self.host(name)
                 host.due = max(host.due, now + wait)
                 return wait
+            self._held.add(name)
         self.booked(name, now)
         return 0.0
+
+    def sent(self, name: str, now: float) -> bool:
+        """A request booked by this worker went out: when it held the host's next start in Redis,
+        that is now the gap after the server's time, for every worker (a round trip a request
+        to a host with a gap to keep)."""
+        if not super().sent(name, now):
+            return False
+        if name in self._held:
+            self._held.discard(name)
+            self._sent(keys=[self._wire, self._sending], args=[name, repr(self.gap(name))])
+        return True
 
     def back_off(self, name: str, now: float, seconds: float | None, cap: float = 60.0,
                  *, asked: bool = True) -> tuple[float, bool]:  # fmt: skip
@@ -265,6 +292,7 @@ def open_shared(
     politeness = SharedPoliteness(
         state.frontier, config.delay, config.delay_factor, config.host_concurrency,
         config.host_failures, config.max_retry_after, on_release=state.frontier.release,
+        hold=config.lease_timeout,
     )  # fmt: skip
     return state, politeness
 
