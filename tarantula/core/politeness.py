@@ -160,9 +160,10 @@ class Politeness:
         return True
 
     def ended(self, name: str, now: float) -> None:
-        """An attempt at ``name`` is over (an answer, or a failure): a request booked and never
-        reported sent (an answer made without the network, a connection that failed) counts as
-        sent now, so that nothing stays waiting for it.
+        """An attempt at ``name`` failed: a request booked and never reported sent (its
+        connection failed, a later middleware refused it) counts as sent now, so that nothing
+        waits for it. With several requests to the host out, one booked after the failed one
+        may be taken for it: that one's gap then counts from a little before it went.
 
         >>> p = Politeness(delay=1.0)
         >>> p.book_start("h", 10.0), p.ended("h", 10.5), p.host("h").sending, p.due("h")
