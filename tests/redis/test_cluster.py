@@ -229,19 +229,15 @@ def test_two_workers_spread_one_crawl_over_the_clusters_nodes(
     fetched = [(r.host, r.target) for r in web.requests if r.target != "/robots.txt"]
     assert len(fetched) == len(set(fetched)) == len(HOSTS) * (PER_HOST + 2)
     by_host: dict[str, list[tuple[float, str, str]]] = {}
-    for record in (r for r in web.requests if r.target != "/robots.txt"):
+    for record in web.requests:
         by_host.setdefault(record.host, []).append((record.time, record.target, record.client))
     for times in by_host.values():
         times.sort()
     gaps = [(b[0] - a[0], a, b) for times in by_host.values() for a, b in pairwise(times)]
-    # Arrival times are the server's: a request reaches it some time after politeness let it
-    # go (through Scrapy's download slot and a connection's setup), a time that a loaded machine
-    # stretches: the first of two requests let go 0.3 s apart may arrive 60 ms late, and the
-    # gap then looks that much shorter. Workers that did not share each host's gate would send
-    # requests to a host together, gaps near 0. (robots.txt is left out: a worker's own may hold
-    # its first page in the download slot past the start booked for it.)
-    assert min(gaps)[0] >= 0.15, min(gaps)
-    assert sorted(gaps)[len(gaps) // 2][0] >= 0.29, sorted(gaps)[len(gaps) // 2]
+    # Arrival times are the kernel's, and a request's start counts from when its worker sent it:
+    # every two requests to a host (robots.txt included, each worker's own) arrive the delay
+    # apart, less 10 ms for converting the clocks, whichever workers and nodes they went through.
+    assert min(gaps)[0] >= 0.3 - 0.01, min(gaps)
     tags = shard_tags(home, crawl, decide=False)
     assert len(tags) == 3 and len({serving(redis_cluster, tag) for tag in tags}) == 3, tags
     keys = redis_cluster.keys_by_node("tarantula:*")
