@@ -214,7 +214,7 @@ class SharedPoliteness(Politeness):
     def book_start(self, name: str, now: float) -> float:
         """0.0 when a request to ``name`` may start now, booked for every worker (the gap after
         the last request any worker sent, and any pause, have passed, and no request booked by
-        another is still waiting to go out); else the seconds to wait before asking again."""
+        any worker is still waiting to go out); else the seconds to wait before asking again."""
         wait = self.wire_wait(name, now)
         if wait > 0:
             return wait
