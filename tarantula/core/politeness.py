@@ -169,9 +169,7 @@ class Politeness:
         >>> p.book_start("h", 10.0), p.ended("h", 10.5), p.host("h").sending, p.due("h")
         (0.0, None, 0, 11.5)
         """
-        host = self.hosts.get(name)
-        if host is not None and host.sending:
-            self.sent(name, now)
+        self.sent(name, now)
 
     def wire_wait(self, name: str, now: float) -> float:
         """Seconds from ``now`` until a request to ``name`` may start (0 or less: it may now)."""

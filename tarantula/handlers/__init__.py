@@ -24,6 +24,7 @@ import functools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from scrapy.core.downloader.handlers.http11 import (
     HTTP11DownloadHandler,
@@ -56,10 +57,7 @@ def host_name(value: bytes) -> str:
     >>> host_name(b"Docs.Example:8080"), host_name(b"[::1]:8642"), host_name(b"a.test")
     ('docs.example', '::1', 'a.test')
     """
-    text = value.decode("latin-1").strip().lower()
-    if text.startswith("["):
-        return text[1:].partition("]")[0]
-    return text.partition(":")[0]
+    return urlsplit("//" + value.decode("latin-1").strip()).hostname or ""
 
 
 class _Protocol(_LenientHTTP11ClientProtocol):

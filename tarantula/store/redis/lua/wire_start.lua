@@ -1,5 +1,5 @@
 -- The start script: a request may start now when the host's next start time has passed and no
--- request another worker booked is still waiting to go out; it is then booked at the server's time
+-- request any worker booked is still waiting to go out; it is then booked at the server's time
 -- (the next one waits the gap after it, counted again from when it is sent: the sent script) and
 -- holds the host's next start until it is sent, for ARGV[3] seconds at most (its worker may have
 -- died). Otherwise the script answers the seconds left (ARGV[4] while the host is held), and the
