@@ -678,6 +678,38 @@ def test_a_back_off_of_the_local_gate_pauses_the_host_for_every_worker(redis_cli
     assert two.counts()["charged"] == 0  # handed back unused: the budget is not spent
 
 
+def test_a_lease_the_local_gate_holds_back_a_moment_costs_that_moment_not_a_delay(redis_client):
+    # The worker's last request to the host went out a little after its lease, so its gate is due
+    # a moment after Redis is. The lease it hands back leaves the host due when the gate is, not a
+    # whole delay after the refused lease (that spaced a shared crawl's requests twice the delay
+    # apart).
+    delay = 0.3
+    gate = Politeness(delay=delay, concurrency=1)
+    one = make(redis_client, delay=delay, worker="one")
+    two = make(redis_client, delay=delay, worker="two")
+    for page in ("a", "b", "c"):
+        one.push(url("h.test", page), url("h.test", page), 0)
+    one.ack(one.lease().url, "stored")
+    while (due := one.next_due()) is not None and due > time.monotonic():
+        time.sleep(due - time.monotonic())  # the host's next contact time, as the scheduler waits
+    now = time.monotonic()
+    gate.host("h.test").due = now + 0.05
+    refused = one.lease_timed(now, gate)
+    assert refused.entry is None
+    after = float(redis_client.hget(one.prefix + "next", "h.test"))
+    # Refused at Redis's time `server`: due 0.05 s on, not `delay` on.
+    assert after <= two.server_time() + 0.05 + 1e-6
+    assert after < refused.server_time + delay - 0.1
+    lease = poll_lease(two)  # the other worker gets it, when Redis says
+    assert lease.entry.url == url("h.test", "b")
+    # A pause set meanwhile (a Retry-After) still holds: a lease handed back never shortens it.
+    two.ack(lease.entry.url, "stored")
+    lease = poll_lease(one)
+    two.pause("h.test", 30)
+    one._run("give_back", url_id(lease.entry.url)[0], "0", 1, "one", repr(lease.server_time))
+    assert float(redis_client.hget(one.prefix + "next", "h.test")) > two.server_time() + 29
+
+
 # -- keys ---------------------------------------------------------------------------------------
 
 

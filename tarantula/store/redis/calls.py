@@ -164,7 +164,7 @@ class Calls:
                 return reply, float(reply[1])
             # Too old to trust its deadline: back to its queue (if still this worker's).
             url = Record.decode(reply[0], self.dfs).entry.url
-            self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker)
+            self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker, reply[1])
         reply, server = self._timed_batch(
             lambda batch: self._run("lease", self.worker, "0", batch=batch),
             self.ahead if self.ahead_with_lease and not self._dry else 0,

@@ -353,9 +353,8 @@ class RedisFrontier(Calls, Inspection):
                     continue
                 if not gate.ready(entry.host, now):
                     pause = max(0.0, gate.due(entry.host) - now)
-                    self._run(
-                        "give_back", url_id(entry.url)[0], repr(pause), int(charged), self.worker
-                    )
+                    self._run("give_back", url_id(entry.url)[0], repr(pause), int(charged),
+                              self.worker, repr(server))  # fmt: skip
                     if entry.host in refused or pause == 0:
                         return Lease(None, server, "gate")
                     refused.add(entry.host)
