@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tarantula.core.index import IndexRecord
+from tarantula.core.reader import HtmlReading
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Document:
     unchanged: bool = False  # set by the spider for a 304: nothing to store, the copy stays
     path: str | None = None  # relative mirror path, set by the mirror pipeline
     md5: str | None = None  # content MD5: the spider's, else computed by the mirror pipeline
+    page: HtmlReading | None = field(default=None, repr=False)  # an HTML page's reading
 
     def record(self) -> IndexRecord:
         return IndexRecord(self.url_md5, self.url, self.original_url, self.title, self.encoding,

@@ -4,7 +4,7 @@
 :func:`read_response` turns a response into a :class:`Reading`: the document's short type, the file
 name the accept list is tested on, whether it is accepted, its content MD5 (for the exact-duplicate
 check), the text response to decode it with and the encoding that names; :func:`read_content` then
-takes its title and links (HTML) or title (PDF).
+takes its title and its reading (HTML: :mod:`tarantula.core.reader`) or title (PDF).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from scrapy.http import Response, TextResponse
 from w3lib.encoding import http_content_type_encoding, read_bom
 
-from tarantula.core.document import doc_type, encoding_label, is_text, parse_html, pdf_title
+from tarantula.core.document import doc_type, encoding_label, is_text, pdf_title
 from tarantula.core.filters import extension
+from tarantula.core.reader import HtmlReading, read_html
 from tarantula.core.rules import UrlRules
 from tarantula.core.scope import origin
 from tarantula.core.urls import file_name, url_md5
@@ -32,8 +33,7 @@ class Reading:
     md5: str | None  # hashed when the document may be stored or parsed
     text: TextResponse | None  # the response to decode it with, when it is text
     title: str | None = None
-    base: str | None = None  # the <base href>
-    hrefs: list[tuple[str, str]] | None = None  # (href, anchor) of an HTML page, else None
+    page: HtmlReading | None = None  # an HTML page's reading: its base, links and refs
     encoding: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -74,11 +74,12 @@ def read_response(response: Response, url: str, rules: UrlRules) -> Reading:
     return Reading(url, dtype, accepted, md5, text)
 
 
-def read_content(reading: Reading, body: bytes) -> None:
-    """Fill in the title, and for an HTML page its base and links."""
+def read_content(reading: Reading, body: bytes, *, refs: bool = False) -> None:
+    """Fill in the title, and for an HTML page its reading: its base and links, and with ``refs``
+    where it holds URLs (for its page requisites and its browsable copy)."""
     if reading.type == "html" and reading.text is not None:
-        page = parse_html(reading.text.text)
-        reading.title, reading.base, reading.hrefs = page.title, page.base, page.links
+        reading.page = read_html(reading.text.text, refs=refs)
+        reading.title = reading.page.title
     elif reading.type == "pdf":
         reading.title = pdf_title(body)
 
@@ -98,4 +99,5 @@ def document_item(response: Response, reading: Reading, links: list[tuple[str, s
         links=links,
         body=response.body,
         md5=reading.md5,  # hashed for the duplicate check; the mirror pipeline reuses it
+        page=reading.page,  # the browsable copy's first conversion reuses it
     )

@@ -29,6 +29,7 @@ from tarantula import meta
 from tarantula.core.browse import CSS, HTML
 from tarantula.core.document import doc_type, encoding_label
 from tarantula.core.filters import extension
+from tarantula.core.reader import HtmlReading
 from tarantula.core.requisites import entry_url, requisite_url, requisites
 from tarantula.core.scope import origin
 from tarantula.core.urls import UrlRejected, file_name
@@ -71,11 +72,11 @@ def referenced(context: CrawlContext, request_meta: dict[str, Any]) -> str | Non
     return wanted
 
 
-def requests_for(context: CrawlContext, stats: StatsCollector, page: str, text: str, kind: str,
-                 url: str, request_meta: dict[str, Any], callback: meta.Callback,
-                 errback: meta.Callback) -> Iterator[Request]:  # fmt: skip
-    """The requests for the requisites of ``page`` that ``text`` (an HTML page's, or for ``kind``
-    css a style sheet's, at ``url``) loads and the store wants fetched now."""
+def requests_for(context: CrawlContext, stats: StatsCollector, page: str,
+                 text: str | HtmlReading, kind: str, url: str, request_meta: dict[str, Any],
+                 callback: meta.Callback, errback: meta.Callback) -> Iterator[Request]:  # fmt: skip
+    """The requests for the requisites of ``page`` that ``text`` (an HTML page's reading, or for
+    ``kind`` css a style sheet's text, at ``url``) loads and the store wants fetched now."""
     found: dict[str, None] = {}
     for link in requisites(text, url, kind):
         verdict = context.rules.check_requisite(link)
@@ -113,13 +114,14 @@ def fetched(spider: Spider, response: Response, entry: str) -> Iterator[Request 
     yield RequisiteCopy(wanted, entry, final, dtype, encoding, response.body, md5)
 
 
-def page_requests(spider: Spider, response: Response, url: str, text: str) -> Iterator[Request]:
-    """The requests for the requisites of the stored HTML page at ``url`` (its ``text``), when
+def page_requests(spider: Spider, response: Response, url: str,
+                  page: HtmlReading) -> Iterator[Request]:  # fmt: skip
+    """The requests for the requisites of the stored HTML page at ``url`` (its reading), when
     ``page-requisites`` is on."""
     context = spider.context
     if not context.config.page_requisites:
         return iter(())
-    return requests_for(context, spider.crawler.stats, url, text, HTML, response.url,
+    return requests_for(context, spider.crawler.stats, url, page, HTML, response.url,
                         response.meta, spider.parse, spider.failed)  # fmt: skip
 
 

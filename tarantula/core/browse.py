@@ -34,16 +34,15 @@ resolves.
 from __future__ import annotations
 
 import contextlib
-import html
 import logging
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 from urllib.parse import quote, unquote_to_bytes
 
 from tarantula.core.css import apply_edits, map_css
+from tarantula.core.reader import HtmlReading, Ref, read_html
 from tarantula.core.urls import LinkResolver, UrlRejected, join_url
 
 logger = logging.getLogger(__name__)
@@ -178,126 +177,8 @@ def link_target(page_path: str, link: str) -> str | None:
 
 # -- HTML ---------------------------------------------------------------------------------------
 
-_WS = "\t\n\f\r "
-# A tag's attributes, as the HTML tokenizer reads them (a quoted value may hold '>'). Possessive
-# quantifiers: a tag is matched in one pass whatever it holds, and what follows the attributes
-# and their separators is always '>' or the end of the text.
-_ATTRIBUTES = (
-    rf"(?:[{_WS}/]*+[^{_WS}/>][^{_WS}/>=]*+"
-    rf"(?:[{_WS}]*+=[{_WS}]*+(?:\"[^\"]*+\"|'[^']*+'|[^{_WS}>]*+))?+)*+"
-)
-# The next token of markup: a comment, a declaration or processing instruction (a bogus comment
-# to HTML), an end tag, or a start tag with its name and its attributes (groups 1 and 2). A '<'
-# that starts none of them is text, and the search goes on past it.
-_TOKEN = re.compile(
-    r"<(?:!--(?:>|->|.*?(?:--!?>|\Z))"
-    r"|[!?][^>]*+>?"
-    rf"|/(?:[A-Za-z][^{_WS}/>]*+{_ATTRIBUTES}[{_WS}/]*+>?|>|[^>]*+>?)"
-    rf"|([A-Za-z][^{_WS}/>]*+)({_ATTRIBUTES})[{_WS}/]*+>?)",
-    re.DOTALL,
-)
-_ATTRIBUTE = re.compile(
-    rf"[{_WS}/]*+([^{_WS}/>][^{_WS}/>=]*+)"
-    rf"(?:[{_WS}]*+=[{_WS}]*+(\"[^\"]*+\"|'[^']*+'|[^{_WS}>]*+))?+"
-)
-# Attributes worth reading: a tag without any of these names is skipped unparsed.
-_LINKY = re.compile(
-    rf"(?:href|src|srcset|style|poster|background|action|data|cite|longdesc|content)[{_WS}]*=",
-    re.IGNORECASE,
-)
-#: Elements whose content is text, not markup, up to their end tag.
-_RAW_TEXT = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes")
-_RAW_END = {name: re.compile(rf"</{name}(?=[{_WS}/>]|\Z)", re.IGNORECASE) for name in _RAW_TEXT}
-
-#: Attributes holding one URL, on any element.
-URL_ATTRIBUTES = frozenset(
-    {"href", "src", "poster", "background", "action", "formaction", "cite", "longdesc", "lowsrc"}
-    | {"xlink:href"}
-)
-SRCSET_ATTRIBUTES = frozenset({"srcset", "imagesrcset"})
-
-
-#: What a browser loads by itself to show a page (SPEC 6, page requisites): element -> the
-#: attributes it fetches; ``<link>`` only for the ``rel`` values in :data:`_LOADED_RELS`, ``<input>``
-#: only of type image. Style attributes and ``<style>`` elements load every URL they hold.
-_LOADED = {
-    "img": {"src", "srcset", "lowsrc"}, "source": {"src", "srcset"}, "script": {"src"},
-    "link": {"href", "imagesrcset"}, "video": {"src", "poster"}, "audio": {"src"},
-    "track": {"src"}, "object": {"data"}, "embed": {"src"}, "input": {"src"},
-    "image": {"href", "xlink:href"}, "iframe": {"src"}, "frame": {"src"},
-    "body": {"background"}, "table": {"background"}, "td": {"background"}, "th": {"background"},
-}  # fmt: skip
-_LOADED_RELS = frozenset({"stylesheet", "icon", "preload", "modulepreload", "apple-touch-icon"})
-
-
-class _Ref(NamedTuple):
-    """A place in a page's text that holds links."""
-
-    kind: str  # url, srcset, css (a style attribute), style (a <style> element), refresh, base
-    start: int  # the span replaced: an attribute's value with its quotes, a <style>'s content,
-    end: int  # or for base the whole href attribute
-    value: str  # an attribute's value, character references decoded; a <style>'s text
-    loads: bool = False  # a browser fetches it to show the page (see _LOADED)
-
-
-def _html_refs(text: str) -> Iterator[_Ref]:
-    """Every place in HTML ``text`` that holds links, in document order (see :func:`map_html`)."""
-    search = _TOKEN.search
-    pos = 0
-    while token := search(text, pos):
-        pos = token.end()
-        name = token[1]
-        if name is None:  # a comment, a declaration, an end tag
-            continue
-        attributes = token[2]
-        name = name.lower()
-        if attributes and _LINKY.search(attributes):
-            yield from _tag_refs(name, attributes, token.start(2))
-        if name in _RAW_END:
-            raw_end = _RAW_END[name].search(text, pos)
-            content_end = raw_end.start() if raw_end else len(text)
-            if name == "style" and content_end > pos:
-                yield _Ref("style", pos, content_end, text[pos:content_end], True)
-            pos = content_end
-        elif name == "plaintext":
-            return
-
-
-def _tag_refs(name: str, attributes: str, offset: int) -> Iterator[_Ref]:
-    seen: dict[str, tuple[int, int, str, int]] = {}
-    for m in _ATTRIBUTE.finditer(attributes):
-        attribute = m[1].lower()
-        if attribute in seen or m[2] is None:  # the first of a repeated attribute counts
-            continue
-        raw = m[2]
-        value = raw[1:-1] if raw[:1] in ("'", '"') else raw
-        # the value's span (with its quotes), its text, and where the attribute starts
-        seen[attribute] = (offset + m.start(2), offset + m.end(2), html.unescape(value),
-                           offset + m.start())  # fmt: skip
-    rel = seen.get("rel", (0, 0, ""))[2].lower().split()
-    kind = seen.get("type", (0, 0, ""))[2].strip().lower()
-    not_loaded = (name == "link" and _LOADED_RELS.isdisjoint(rel)) or (
-        name == "input" and kind != "image"
-    )
-    loaded = () if not_loaded else _LOADED.get(name, ())
-    for attribute, (start, end, value, name_start) in seen.items():
-        loads = attribute in loaded
-        if attribute in URL_ATTRIBUTES or (attribute == "data" and name == "object"):
-            if name == "base" and attribute == "href":
-                yield _Ref("base", name_start, end, value)
-            else:
-                yield _Ref("url", start, end, value, loads)
-        elif attribute in SRCSET_ATTRIBUTES:
-            yield _Ref("srcset", start, end, value, loads)
-        elif attribute == "style":
-            yield _Ref("css", start, end, value, True)
-        elif (
-            attribute == "content"
-            and name == "meta"
-            and "http-equiv" in seen
-            and seen["http-equiv"][2].strip().lower() == "refresh"
-        ):
-            yield _Ref("refresh", start, end, value)
+# Where a page's links are is :mod:`tarantula.core.reader`'s reading of it: the same reading that
+# gives the page's links for the index and its requisites.
 
 
 def base_href(text: str) -> str | None:
@@ -306,16 +187,13 @@ def base_href(text: str) -> str | None:
     >>> base_href('<a href="x"><base target=_top><BASE HREF="/d/&amp;"><base href="/e/">')
     '/d/&'
     """
-    for ref in _html_refs(text):
-        if ref.kind == "base":
-            return ref.value
-    return None
+    return read_html(text, refs=False).base
 
 
 def map_html(text: str, convert: Convert, *, drop_base: bool = True) -> str:
     """``text`` with each link replaced by ``convert(link)`` where that is not None.
 
-    Links are the values of :data:`URL_ATTRIBUTES` (and ``<object data>``), the URLs of
+    Links are the values of :data:`~tarantula.core.reader.URL_ATTRIBUTES` (and ``<object data>``), the URLs of
     ``srcset`` and ``imagesrcset``, CSS ``url()`` and ``@import`` in ``style`` attributes and
     ``<style>`` elements, and the target of ``<meta http-equiv=refresh>``. Comments, scripts
     and other raw text are left alone. A changed attribute is written in double quotes with its
@@ -326,10 +204,19 @@ def map_html(text: str, convert: Convert, *, drop_base: bool = True) -> str:
     ...          lambda link: link.upper())
     '<A HREF="X.HTML">x</a><!-- <a href=y> --><p style="background: url(\\'Z.PNG\\')">'
     """
-    return _map_refs(text, _html_refs(text), convert, drop_base)
+    return map_refs(text, _refs(text), convert, drop_base)
 
 
-def _map_refs(text: str, refs: Iterable[_Ref], convert: Convert, drop_base: bool) -> str:
+def _refs(text: str) -> list[Ref]:
+    refs = read_html(text).refs
+    assert refs is not None
+    return refs
+
+
+def map_refs(text: str, refs: Iterable[Ref], convert: Convert, drop_base: bool = True) -> str:
+    """``text`` with each link of ``refs`` (places in it that hold links, as read by
+    :func:`~tarantula.core.reader.read_html`) replaced by ``convert(link)`` where that is not
+    None (see :func:`map_html`)."""
     edits: list[tuple[int, int, str]] = []
     for ref in refs:
         kind = ref.kind
@@ -388,12 +275,17 @@ def loaded_links(text: str, doc_kind: str = HTML) -> tuple[str | None, list[str]
     if doc_kind == CSS:
         map_css(text, found.append)
         return None, found
-    refs = list(_html_refs(text))
-    base = next((ref.value for ref in refs if ref.kind == "base"), None)
+    return loaded_refs(read_html(text))
+
+
+def loaded_refs(reading: HtmlReading) -> tuple[str | None, list[str]]:
+    """:func:`loaded_links` of a page as read already."""
+    found: list[str] = []
+    refs = reading.refs if reading.refs is not None else _refs(reading.text)
     for ref in refs:
         if ref.loads:
-            _map_refs(text, [ref], found.append, drop_base=False)
-    return base, found
+            map_refs(reading.text, [ref], found.append, drop_base=False)
+    return reading.base, found
 
 
 def network_loads(text: str, doc_kind: str = HTML) -> list[str]:
@@ -416,6 +308,7 @@ def network_loads(text: str, doc_kind: str = HTML) -> list[str]:
 
 # -- srcset, refresh (CSS: tarantula.core.css) ---------------------------------------------------
 
+_WS = "\t\n\f\r "
 _SRCSET_URL = re.compile(rf"[{_WS},]*+([^{_WS}]+)")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
 
@@ -539,19 +432,23 @@ def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
 
 
 def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, page_path: str,
-                     locate: Locate) -> tuple[bytes, PageLinks]:  # fmt: skip
+                     locate: Locate, reading: HtmlReading | None = None,
+                     ) -> tuple[bytes, PageLinks]:  # fmt: skip
     """The browse copy of an HTML page or a CSS file (``kind``) stored at ``page_path`` for
     ``page_url``, decoded with ``codec`` (a Python codec name; None: UTF-8), and what it links
-    to. A page without links to change is returned as it came."""
+    to. A page without links to change is returned as it came. ``reading`` is the page's
+    reading made when it was fetched, used when it is of the very text decoded here (else the
+    page is read again)."""
     found = PageLinks()
     text, codec_used = decode_page(body, codec)
     if kind == CSS:
         converted = map_css(text, link_converter(page_url, page_path, None, locate, found))
     else:
-        refs = list(_html_refs(text))  # one reading: the <base> applies to the links before it too
-        base = next((ref.value for ref in refs if ref.kind == "base"), None)
-        convert = link_converter(page_url, page_path, base, locate, found)
-        converted = _map_refs(text, refs, convert, True)
+        page = reading if reading is not None and reading.text == text else read_html(text)
+        refs = page.refs if page.refs is not None else _refs(text)
+        # the <base> applies to the links before it too
+        convert = link_converter(page_url, page_path, page.base, locate, found)
+        converted = map_refs(text, refs, convert, True)
     if converted == text:
         return body, found
     try:

@@ -1,24 +1,15 @@
-"""What a downloaded document says about itself: type, encoding label, title and links.
+"""What a downloaded document says about itself: its short type, its encoding label, a PDF's
+title (an HTML page's title and links are :mod:`tarantula.core.reader`'s).
 
-Pure functions over bytes and text (lxml for HTML); the spider turns a Scrapy response into their
-inputs.
-
->>> page = parse_html('<title>Caf&eacute; &amp;\\n Co</title><a href="a.html">A <b>link</b></a>'
-...                   '<a href="/g/"><img src="x.png" alt="Gallery"></a><area href="m.html" alt="Map">')
->>> page.title, page.links
-('Café & Co', [('a.html', 'A link'), ('/g/', 'Gallery'), ('m.html', 'Map')])
+Pure functions over bytes and text; the spider turns a Scrapy response into their inputs.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
-from dataclasses import dataclass, field
 
-import lxml.etree
-import lxml.html
-
-from tarantula.core.index import clean
+from tarantula.core.index import MAX_TEXT, clean
 
 _OOXML = "application/vnd.openxmlformats-officedocument."
 _ODF = "application/vnd.oasis.opendocument."
@@ -306,129 +297,6 @@ def codec_for_label(label: str | None) -> str | None:
         return codecs.lookup(name).name
     except LookupError:
         return None
-
-
-@dataclass
-class HtmlPage:
-    """What an HTML page holds for the crawler."""
-
-    title: str | None = None
-    base: str | None = None  # the <base href>, as written
-    links: list[tuple[str, str]] = field(default_factory=list)  # (href as written, anchor text)
-
-
-_PARSER = lxml.html.HTMLParser(encoding="utf-8", recover=True, no_network=True)
-
-#: Titles and anchor texts are cut to this many characters: an unclosed <title> would otherwise
-#: carry a whole page into the index.
-MAX_TEXT = 1000
-
-
-#: Elements whose text is never rendered, so never part of an anchor text (as ``innerText`` has
-#: it): scripts and style sheets are program text, and a template's content is inert until a
-#: script clones it. ``<noscript>`` text is kept: the crawler runs no scripts, and for a client
-#: that runs none it is the text that is shown.
-_UNRENDERED = ("script", "style", "template")
-
-
-def parse_html(text: str) -> HtmlPage:
-    """Title, base and links of an HTML page, in document order (SPEC 6).
-
-    Links come from ``<a href>``, ``<area href>``, ``<frame src>`` and ``<iframe src>``. The
-    anchor of a link is its rendered text; an image-only link takes its images' ``alt`` texts,
-    an ``<area>`` its own ``alt``, a frame its ``title``. The title is the first ``<title>`` of
-    the document itself: one inside ``<svg>`` or ``<math>`` names a drawing or a formula.
-    Malformed markup is recovered as browsers do; an empty or unparsable page yields an empty
-    result.
-
-    >>> page = parse_html('<body><svg><title>Icon</title></svg><title>Page</title>'
-    ...                   '<iframe src="map.html" title="Map"></iframe><a href="x">X<script>x()</script></a>')
-    >>> page.title, page.links
-    ('Page', [('map.html', 'Map'), ('x', 'X')])
-    """
-    page = HtmlPage()
-    try:
-        # lxml refuses str input that carries an XML encoding declaration: hand it UTF-8 bytes.
-        root = lxml.html.fromstring(text.encode("utf-8", "surrogatepass"), parser=_PARSER)
-    except (lxml.etree.ParserError, ValueError):
-        return page
-    # An <a> with markup inside gets its anchor text once the walk has passed its descendants:
-    # the few that hold unrendered elements (met on the way) take the slow walk, the others keep
-    # lxml's fast text_content().
-    links: list[tuple[str, str | lxml.html.HtmlElement]] = []
-    holders: set[lxml.html.HtmlElement] = set()
-    for el in root.iter("a", "area", "frame", "iframe", "base", "title", *_UNRENDERED):
-        tag = el.tag
-        if tag in _UNRENDERED:
-            holders.update(el.iterancestors("a"))
-            continue
-        if tag == "title":
-            if page.title is None and not _in_foreign_content(el):
-                page.title = clean(el.text_content())[:MAX_TEXT] or None
-            continue
-        if tag in ("frame", "iframe"):
-            src = el.get("src")
-            if src is not None:
-                links.append((src, clean(el.get("title"))))
-            continue
-        href = el.get("href")
-        if href is None:
-            continue
-        if tag == "base":
-            if page.base is None:
-                page.base = href
-        elif tag == "area":
-            links.append((href, clean(el.get("alt"))))
-        elif len(el):
-            links.append((href, el))
-        else:  # text only, the most common link
-            links.append((href, clean(el.text)))
-    page.links = [
-        (href, (anchor if isinstance(anchor, str) else _anchor_text(anchor, holders))[:MAX_TEXT])
-        for href, anchor in links
-    ]
-    return page
-
-
-def _anchor_text(el: lxml.html.HtmlElement, holders: set[lxml.html.HtmlElement]) -> str:
-    """The rendered text of an ``<a>`` that holds elements, else its images' ``alt`` texts."""
-    if el in holders:
-        alts: list[str] = []
-        return clean(_rendered_text(el, alts)) or clean(" ".join(alts))
-    return clean(el.text_content()) or clean(
-        " ".join(img.get("alt") or "" for img in el.iter("img"))
-    )
-
-
-def _in_foreign_content(el: lxml.html.HtmlElement) -> bool:
-    """True inside ``<svg>`` or ``<math>``, where HTML's parser makes SVG and MathML elements;
-    ``<foreignObject>`` leads back into HTML."""
-    for ancestor in el.iterancestors("svg", "math", "foreignobject"):
-        return ancestor.tag != "foreignobject"
-    return False
-
-
-def _rendered_text(el: lxml.html.HtmlElement, alts: list[str]) -> str:
-    """The text of ``el`` without :data:`_UNRENDERED` subtrees; adds the rendered images' ``alt``
-    texts to ``alts``. A loop rather than recursion: nesting depth is the page's to choose."""
-    parts = [el.text or ""]
-    todo: list[lxml.html.HtmlElement | str] = []  # popped from the end: an element, then its tail
-    for child in reversed(el):
-        todo += (child.tail or "", child)
-    while todo:
-        item = todo.pop()
-        if isinstance(item, str):
-            parts.append(item)
-            continue
-        tag = item.tag
-        if not isinstance(tag, str) or tag in _UNRENDERED:  # comments too: they are not text
-            continue
-        if tag == "img":
-            alts.append(item.get("alt") or "")
-        parts.append(item.text or "")
-        for child in reversed(item):
-            todo += (child.tail or "", child)
-    return "".join(parts)
 
 
 #: ``/Title`` followed by a string: literal ``(...)`` or hexadecimal ``<...>``, not a ``<<``

@@ -33,6 +33,11 @@ UNKNOWN = "-"
 _BREAKING = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
 
 
+#: Titles and anchor texts are cut to this many characters: an unclosed <title> would otherwise
+#: carry a whole page into the index.
+MAX_TEXT = 1000
+
+
 def clean(text: str | None) -> str:
     """Collapse white space and control characters to single spaces and trim.
 

@@ -1,7 +1,8 @@
 """Page requisites (SPEC 6, ``page-requisites``): what a browser loads by itself to show a stored
 page, fetched so that its copy in ``browse/`` looks offline as it does online.
 
-What counts is :func:`tarantula.core.browse.loaded_links`'s reading of the page: ``<img src
+What counts is the page's reading (:mod:`tarantula.core.reader`), as
+:func:`tarantula.core.browse.loaded_links` takes it: ``<img src
 srcset>``, ``<picture><source srcset>``, ``<link rel=stylesheet|icon|preload|modulepreload>``,
 ``<script src>``, ``<video|audio src poster>``, ``<source src>``, ``<track src>``, ``<object
 data>``, ``<embed src>``, ``<input type=image src>``, SVG ``<image href>``, frames, and ``url()``
@@ -26,7 +27,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from tarantula.core.browse import HTML, loaded_links
+from tarantula.core.browse import HTML, loaded_links, loaded_refs
+from tarantula.core.reader import HtmlReading
 from tarantula.core.urls import LinkResolver, UrlRejected, join_url
 
 #: What marks a frontier entry as a requisite's: normalized URLs have no fragment, so
@@ -44,10 +46,11 @@ def requisite_url(entry: str) -> str | None:
     return entry[: -len(MARK)] if entry.endswith(MARK) else None
 
 
-def requisites(text: str, url: str, kind: str = HTML) -> list[str]:
-    """The absolute http(s) URLs (fragments cut) an HTML page's ``text`` (or, for ``kind`` css, a
-    style sheet's) at ``url`` loads, distinct, in document order; not yet normalized."""
-    base, links = loaded_links(text, kind)
+def requisites(text: str | HtmlReading, url: str, kind: str = HTML) -> list[str]:
+    """The absolute http(s) URLs (fragments cut) an HTML page's ``text`` (or its reading; for
+    ``kind`` css, a style sheet's text) at ``url`` loads, distinct, in document order; not yet
+    normalized."""
+    base, links = loaded_links(text, kind) if isinstance(text, str) else loaded_refs(text)
     resolved = url
     if base:
         with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do

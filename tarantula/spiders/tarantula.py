@@ -23,10 +23,11 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from tarantula import meta, requisites
 from tarantula.configure import build_context, load_crawl_config
 from tarantula.context import CrawlContext
-from tarantula.core.document import codec_for_label, parse_html
+from tarantula.core.document import codec_for_label
 from tarantula.core.index import parse_index
 from tarantula.core.links import plan_links, resolve_links
 from tarantula.core.mirror import copy_relpath
+from tarantula.core.reader import read_html
 from tarantula.core.requisites import MARK as REQUISITE
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
@@ -131,19 +132,24 @@ class TarantulaSpider(Spider):
         ):
             self._duplicate(url, original)
             return
-        read_content(reading, response.body)
+        # One reading of a page gives its links, and, when the outputs need them, its requisites
+        # and the places its browsable copy rewrites.
+        config = context.config
+        read_content(reading, response.body,
+                     refs=reading.accepted and (config.page_requisites or config.browsable))  # fmt: skip
+        page = reading.page
         links: list[tuple[str, str]] = []
-        if reading.hrefs is not None:
+        if page is not None:
             async for request in self._follow(
-                response, reading.base, reading.hrefs, reading.encoding, links
+                response, page.base, page.links, reading.encoding, links
             ):
                 yield request
         if not reading.accepted:
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
             context.leases.end(url, "not-accepted")
             return
-        if reading.hrefs is not None and reading.text is not None:
-            for request in requisites.page_requests(self, response, url, reading.text.text):
+        if page is not None:
+            for request in requisites.page_requests(self, response, url, page):
                 yield request
         yield document_item(response, reading, links)
 
@@ -166,7 +172,7 @@ class TarantulaSpider(Spider):
         if record.type == "html":
             body = (self.context.repository.root / doc.path).read_bytes()
             encoding = codec_for_label(record.encoding)
-            page = parse_html(body.decode(encoding or "utf-8", "replace"))
+            page = read_html(body.decode(encoding or "utf-8", "replace"), refs=False)
             async for request in self._follow(response, page.base, page.links, encoding, []):
                 yield request
         yield Document(url=url, original_url=record.original_url, url_md5=record.url_md5, title=None,

@@ -13,14 +13,13 @@ from hypothesis import strategies as st
 from w3lib.encoding import html_to_unicode, resolve_encoding
 
 from tarantula.core.document import (
-    MAX_TEXT,
     codec_for_label,
     doc_type,
     encoding_label,
     is_text,
-    parse_html,
     pdf_title,
 )
+from tarantula.core.index import MAX_TEXT
 
 
 @pytest.mark.parametrize(
@@ -94,37 +93,6 @@ def test_new_text_types_are_text_and_office_types_are_not():
     assert not is_text("application/x-pdf", doc_type("application/x-pdf", ""))
 
 
-def test_links_in_document_order_with_anchors():
-    page = parse_html(
-        """<html><head><base href="http://b/dir/"><title>  Two
-        lines &lt;here&gt; </title></head><body>
-        <a href="one.html">One <em>link</em></a> <a name="no-href">x</a>
-        <map><area href="/map.html" alt="Map area"></map>
-        <a href="/img/"><img src="a.png" alt="First"> <img src="b.png" alt="Second"></a>
-        <a href="/both/"><img src="c.png" alt="ignored">Text wins</a>
-        <a href="mailto:x@y">Mail</a><a href="">Empty</a></body></html>"""
-    )
-    assert page.title == "Two lines <here>"
-    assert page.base == "http://b/dir/"
-    assert page.links == [
-        ("one.html", "One link"),
-        ("/map.html", "Map area"),
-        ("/img/", "First Second"),
-        ("/both/", "Text wins"),
-        ("mailto:x@y", "Mail"),
-        ("", "Empty"),
-    ]
-
-
-def test_xml_declaration_and_garbage_do_not_break_parsing():
-    assert (
-        parse_html('<?xml version="1.0" encoding="utf-8"?><html><title>X</title></html>').title
-        == "X"
-    )
-    assert parse_html("").links == []
-    assert parse_html("\x00\x01<<<>>>").links == []
-
-
 def test_encoding_labels():
     assert encoding_label("iso8859-7") == "iso-8859-7"
     assert encoding_label("cp1252") == "windows-1252"
@@ -136,78 +104,6 @@ def test_pdf_title_literal_hex_and_escapes():
     assert pdf_title(b"%PDF-1.4\n1 0 obj << /Title (A \\(b\\) \\101) >> endobj") == "A (b) A"
     assert pdf_title(b"%PDF << /Title <FEFF00C900E9> >>") == "Éé"
     assert pdf_title(b"%PDF-1.4 no info") is None
-
-
-def test_frameset_frames_are_links_with_their_titles():
-    page = parse_html(
-        """<html><head><title>Frames</title></head>
-        <frameset cols="20%,80%"><frame src="nav.html" title="  Site
-        navigation "><frameset rows="50%,50%"><frame src="top.html"><frame name="no-src">
-        <frame src="bottom.html" title=""></frameset>
-        <noframes><a href="noframes.html">Without frames</a></noframes></frameset></html>"""
-    )
-    assert page.title == "Frames"
-    # <noframes> holds raw text for HTML parsers, as for browsers: no link inside it.
-    assert page.links == [("nav.html", "Site navigation"), ("top.html", ""), ("bottom.html", "")]
-
-
-def test_iframes_are_links_in_document_order():
-    page = parse_html(
-        f"""<body><a href="first.html">First</a>
-        <iframe src="https://maps.example/embed?q=1" title="Map of the office"></iframe>
-        <p><a href="last.html">Last</a><iframe src="ad.html"><a href="x">fallback</a></iframe>
-        <iframe title="no src"></iframe><iframe src="long.html" title="{"t" * 2000}"></iframe>"""
-    )
-    assert page.links == [
-        ("first.html", "First"),
-        ("https://maps.example/embed?q=1", "Map of the office"),
-        ("last.html", "Last"),
-        ("ad.html", ""),
-        ("long.html", "t" * MAX_TEXT),
-    ]
-
-
-@pytest.mark.parametrize(
-    ("html", "title"),
-    [
-        ("<head><title>Real</title></head><body><svg><title>icon</title></svg></body>", "Real"),
-        ("<body><svg><title>icon</title></svg><title>Real</title></body>", "Real"),
-        ("<body><svg><g><title>icon</title></g></svg><h1>x</h1><title>Real</title>", "Real"),
-        ("<body><math><title>formula</title></math><title>Real</title>", "Real"),
-        ("<body><svg><title>icon</title></svg><p>no title of its own</p>", None),
-        # <foreignObject> leads back into HTML, where a <title> is the document's.
-        ("<body><svg><foreignObject><title>Real</title></foreignObject></svg>", "Real"),
-    ],
-)
-def test_title_ignores_svg_and_mathml_titles(html, title):
-    assert parse_html(html).title == title
-
-
-@pytest.mark.parametrize(
-    ("html", "anchor"),
-    [
-        ('<a href="x">Buy <script>track("buy")</script>now</a>', "Buy now"),
-        ('<a href="x">Buy<style>a{color:red}</style> now</a>', "Buy now"),
-        ('<a href="x"><template><b>later</b></template>Now</a>', "Now"),
-        ('<a href="x">A<b>b<script>s()</script>c</b>d<!-- note -->e</a>', "Abcde"),
-        # The crawler runs no scripts: it reads what a browser without them shows.
-        ('<a href="x"><noscript>Enable JS</noscript> Home</a>', "Enable JS Home"),
-        ('<a href="x"><script>s()</script><img alt="Gallery"></a>', "Gallery"),
-        ('<a href="x"><template><img alt="hidden"></template><img alt="Shown"></a>', "Shown"),
-        ('<a href="x"><script>s()</script></a>', ""),
-        ('<a href="x">' + "<b>" * 200 + "<script>s()</script>deep" + "</b>" * 200 + "</a>", "deep"),
-    ],
-)
-def test_anchor_text_is_rendered_text(html, anchor):
-    assert parse_html(html).links == [("x", anchor)]
-
-
-def test_script_outside_links_does_not_change_their_anchors():
-    page = parse_html(
-        '<head><script>var a = "<a>";</script></head><body><a href="a">A <i>b</i></a>'
-        '<script>s()</script><a href="b"><img alt="B"></a></body>'
-    )
-    assert page.links == [("a", "A b"), ("b", "B")]
 
 
 @pytest.mark.parametrize(
