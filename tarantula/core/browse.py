@@ -433,22 +433,38 @@ def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
 
 def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, page_path: str,
                      locate: Locate, reading: HtmlReading | None = None,
+                     prefetch: Callable[[list[str]], None] | None = None,
                      ) -> tuple[bytes, PageLinks]:  # fmt: skip
     """The browse copy of an HTML page or a CSS file (``kind``) stored at ``page_path`` for
     ``page_url``, decoded with ``codec`` (a Python codec name; None: UTF-8), and what it links
     to. A page without links to change is returned as it came. ``reading`` is the page's
     reading made when it was fetched, used when it is of the very text decoded here (else the
-    page is read again)."""
+    page is read again). ``prefetch``, when given, is first told every absolute URL (without
+    fragment) the document links to, so that ``locate`` can answer them from what it looked up
+    for them together."""
     found = PageLinks()
     text, codec_used = decode_page(body, codec)
-    if kind == CSS:
-        converted = map_css(text, link_converter(page_url, page_path, None, locate, found))
-    else:
+    base = None
+    refs: list[Ref] | None = None
+    if kind != CSS:
         page = reading if reading is not None and reading.text == text else read_html(text)
         refs = page.refs if page.refs is not None else _refs(text)
-        # the <base> applies to the links before it too
-        convert = link_converter(page_url, page_path, page.base, locate, found)
-        converted = map_refs(text, refs, convert, True)
+        base = page.base  # it applies to the links before it too
+    if prefetch is not None:
+        targets: dict[str, None] = {}
+
+        def note(url: str) -> tuple[str | None, str | None]:
+            targets[url] = None
+            return None, None
+
+        collect = link_converter(page_url, page_path, base, note, PageLinks())
+        if refs is None:
+            map_css(text, collect)
+        else:
+            map_refs(text, refs, collect, False)
+        prefetch(list(targets))
+    convert = link_converter(page_url, page_path, base, locate, found)
+    converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)
     if converted == text:
         return body, found
     try:

@@ -16,6 +16,7 @@ the URLs changes.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
@@ -42,9 +43,11 @@ class CssRef(NamedTuple):
     quote: str
 
 
-def css_refs(css: str) -> list[CssRef]:
+@functools.lru_cache(maxsize=64)
+def css_refs(css: str) -> tuple[CssRef, ...]:
     """Every ``url()`` and ``@import`` URL of ``css`` (a style sheet, a ``<style>`` element's text
-    or a ``style`` attribute's value), in order. An empty URL is left out."""
+    or a ``style`` attribute's value), in order. An empty URL is left out. Remembered for the
+    last texts: a page's style attributes repeat, and its conversion reads them twice."""
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(css)]
 
     def offset(token: ast.Node) -> int:
@@ -68,7 +71,7 @@ def css_refs(css: str) -> list[CssRef]:
             string = next((t for t in after if not isinstance(t, ast.WhitespaceToken)), None)
             if isinstance(string, ast.StringToken):
                 refs.append(_string_ref(css, offset(string), string.value))
-    return [ref for ref in refs if ref.url.strip(_WS)]
+    return tuple(ref for ref in refs if ref.url.strip(_WS))
 
 
 def _walk(tokens: list[ast.Node]) -> Iterator[tuple[ast.Node, Iterable[ast.Node]]]:

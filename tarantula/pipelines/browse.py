@@ -1,12 +1,15 @@
 """Keeps ``<repository>/browse/``, the browsable copy of the mirror, up to date as the crawl goes
 (SPEC 11, ``browsable = yes`` in ``<output-options>``; :mod:`tarantula.core.browse`).
 
-Runs after the index pipeline: each stored document is converted at once (its page linking the
-documents stored so far); pages whose link targets arrived since are written again at most every
-:data:`UPDATE_INTERVAL` seconds, and so that these updates take at most :data:`UPDATE_SHARE` of
-the time; when a run opens and closes, ``browse/`` is brought in line with the crawl state
-(documents a recrawl removed, documents stored while ``browsable`` was off or lost to a kill).
-Files are written once the crawl state that records them is committed.
+Runs after the index pipeline: each stored document is converted at once, from the reading the
+spider made of the page (its page linking the documents stored so far); a page whose link targets
+arrived since is written again once, when none of the targets it waits for is still queued or
+leased (or at the run's end): at most twice a run. These updates come at most every
+:data:`UPDATE_INTERVAL` seconds, in slices of :data:`UPDATE_SLICE` seconds at most (the crawl's
+requests never wait long behind them), and take at most :data:`UPDATE_SHARE` of the time; when a
+run opens and closes, ``browse/`` is brought in line with the crawl state (documents a recrawl
+removed, documents stored while ``browsable`` was off or lost to a kill). Files are written once
+the crawl state that records them is committed.
 
 In a crawl shared through Redis, ``browse/`` of the worker's folder is brought in line with the
 folder's documents in passes, spaced the same way, and once more as the worker ends
@@ -42,6 +45,8 @@ UPDATE_INTERVAL = 10.0
 #: The largest share of the crawl's time these updates may take: a longer update waits longer
 #: for the next one.
 UPDATE_SHARE = 0.2
+#: Seconds an update converts at most before the crawl goes on (the rest follow in later slices).
+UPDATE_SLICE = 0.05
 
 
 class BrowsePipeline:
@@ -66,7 +71,8 @@ class BrowsePipeline:
         context = self.context
         self.mirror = open_browse(context.config, context.store, context.repository.root,
                                   context.rules.normalize, interval=self.interval,
-                                  share=self.share, count=self._count)  # fmt: skip
+                                  share=self.share, slice_time=UPDATE_SLICE,
+                                  count=self._count)  # fmt: skip
         self.mirror.open()
 
     def process_item(self, item: object, spider: Spider | None = None) -> object:
@@ -77,7 +83,8 @@ class BrowsePipeline:
         if mirror is None or not isinstance(item, Document) or item.unchanged:
             return item
         if item.path is not None and item.md5 is not None:
-            mirror.stored(item.url, item.path, item.md5, item.type, item.encoding, item.body)
+            mirror.stored(item.url, item.path, item.md5, item.type, item.encoding, item.body,
+                          item.page)  # fmt: skip
         mirror.update_if_due()
         return item
 

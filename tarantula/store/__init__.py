@@ -86,18 +86,20 @@ def open_store(config: CrawlConfig, root: Path, *, worker: str | None = None,
 
 def open_browse(config: CrawlConfig, store: CrawlStore | None, root: Path,
                 normalize: Callable[[str], str], *, interval: float = 10.0, share: float = 0.2,
-                count: Callable[[str, int], None] | None = None,
+                slice_time: float = 0.05, count: Callable[[str, int], None] | None = None,
                 ) -> BrowseMirror | FolderBrowse:  # fmt: skip
     """What keeps ``browse/`` of repository folder ``root`` in line with ``config``'s crawl (SPEC
     11): a store with a database of its own (one process) keeps it document by document as they
     are stored; a folder several processes write (a shared crawl's, a merged repository, with
     ``store`` None outside a crawl) is brought in line in passes (:mod:`tarantula.store.browse`).
-    ``interval`` and ``share`` space the updates; ``count(event, n)`` counts what they do."""
+    ``interval``, ``share`` and ``slice_time`` space the updates; ``count(event, n)`` counts what
+    they do."""
     if store is not None and store.local is not None:
         from tarantula.store.sqlite.browse import BrowseMirror
 
+        # Its database holds the frontier: a page waits until its targets are known.
         return BrowseMirror(store.local, root, normalize, interval=interval, share=share,
-                            count=count)  # fmt: skip
+                            slice_time=slice_time, settle=True, count=count)  # fmt: skip
     from tarantula.store.browse import FolderBrowse
 
     return FolderBrowse(root, lambda: folder_documents(config, root), normalize,

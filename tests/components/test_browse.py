@@ -56,6 +56,27 @@ class Run:
             if pipeline is not None:
                 assert pipeline.process_item(item, self.crawl.spider) is item
 
+    def queue(self, *urls: str) -> None:
+        """Queue ``urls`` as a page's links are (fetched in this order by :meth:`fetch`)."""
+        for url in urls:
+            self.crawl.context.frontier.push(url, url, 1)
+
+    def fetch(self, url: str, body: bytes, doc_type: str = "html") -> None:
+        """The next queued URL, ``url``, is leased and its document stored."""
+        entry = self.crawl.context.leases.take()
+        assert entry is not None and entry.url == url
+        item = document(url, body, doc_type=doc_type)
+        assert self.crawl.context.documents.claim_content(item.md5 or "", url) is None
+        for pipeline in (self.mirror, self.index, self.browse):
+            if pipeline is not None:
+                assert pipeline.process_item(item, self.crawl.spider) is item
+
+    def fail(self, url: str, outcome: str = "http-404") -> None:
+        """The next queued URL, ``url``, is leased and done without a document."""
+        entry = self.crawl.context.leases.take()
+        assert entry is not None and entry.url == url
+        self.crawl.context.leases.end(url, outcome)
+
     def commit(self) -> None:
         self.crawl.context.store.commit()
 
@@ -138,6 +159,105 @@ def test_pages_waiting_for_targets_are_updated_every_interval_and_at_the_end(cra
     assert "http://a.test/b.html" in run.page("a.test/index.html")  # not due yet
     run.end()
     assert '<a href="b.html">' in run.page("a.test/index.html")
+
+
+def count_conversions(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many times each page (its URL) is converted from now on."""
+    counted: Counter[str] = Counter()
+    convert = browse_module.convert_document
+
+    def counting(body: bytes, kind: str, codec: str | None, page_url: str, *args: Any) -> Any:
+        counted[page_url] += 1
+        return convert(body, kind, codec, page_url, *args)
+
+    monkeypatch.setattr(browse_module, "convert_document", counting)
+    return counted
+
+
+def test_links_to_queued_urls_are_written_ahead_and_the_page_converted_once(
+    crawls: Crawls, monkeypatch: pytest.MonkeyPatch
+):
+    converted = count_conversions(monkeypatch)
+    run = begin(crawls(browsable(crawls)))
+    run.queue(A, B, C)
+    run.fetch(A, HOME)
+    run.commit()
+    # b.html and c.pdf are queued: the links lead where their copies will be
+    ahead = '<title>Home</title><a href="b.html">B</a> <a href="c.pdf">C</a>'
+    assert run.page("a.test/index.html") == ahead
+    run.fetch(B, b'<a href="/">home</a>')
+    run.fetch(C, b"%PDF-1.4", doc_type="pdf")
+    run.end()
+    assert run.page("a.test/index.html") == ahead
+    assert converted == {A: 1, B: 1}
+    assert run.crawl.stat("tarantula/browse/updated") is None
+
+
+def test_a_link_written_ahead_to_a_url_done_without_a_copy_becomes_the_url_again(
+    crawls: Crawls, monkeypatch: pytest.MonkeyPatch
+):
+    converted = count_conversions(monkeypatch)
+    run = begin(crawls(browsable(crawls)))
+    d, e = "http://a.test/d", "http://a.test/e.html"
+    home = HOME + b' <a href="/d">D</a> <a href="/e.html">E</a>'
+    run.queue(A, B, C, d, e)
+    run.fetch(A, home)
+    run.fail(B)  # a 404: the home page is marked, and waits for what else it expects
+    run.fetch(C, b"%PDF-1.4", doc_type="pdf")
+    run.commit()
+    assert '<a href="b.html">' in run.page("a.test/index.html")
+    assert converted[A] == 1
+    # d (no extension, expected as a page) is a PDF: its copy is d.pdf, not d.html
+    run.fetch(d, b"%PDF-1.5", doc_type="pdf")
+    run.fail(e, "duplicate")
+    # nothing expected any more: the next update writes the page again
+    run.browse.mirror.update_if_due()  # type: ignore[union-attr]
+    run.commit()
+    final = (
+        '<title>Home</title><a href="http://a.test/b.html">B</a> <a href="c.pdf">C</a>'
+        ' <a href="d.pdf">D</a> <a href="http://a.test/e.html">E</a>'
+    )
+    assert run.page("a.test/index.html") == final
+    run.end()
+    assert run.page("a.test/index.html") == final
+    assert converted[A] == 2  # once when stored, once when what it links to was known
+    assert run.crawl.stat("tarantula/browse/updated") == 1
+
+
+def test_an_interrupted_run_links_what_it_did_not_store_as_urls_until_the_next(crawls: Crawls):
+    config = browsable(crawls)
+    first = begin(crawls(config))
+    first.queue(A, B, C)
+    first.fetch(A, HOME)
+    first.end("shutdown")  # Ctrl-C: b.html and c.pdf are still queued
+    assert first.page("a.test/index.html") == (
+        '<title>Home</title><a href="http://a.test/b.html">B</a> <a href="http://a.test/c.pdf">C</a>'
+    )
+    resumed = begin(crawls(config))
+    resumed.fetch(B, b"b")
+    resumed.fetch(C, b"%PDF-1.4", doc_type="pdf")
+    resumed.end()
+    assert resumed.page("a.test/index.html") == (
+        '<title>Home</title><a href="b.html">B</a> <a href="c.pdf">C</a>'
+    )
+
+
+def test_an_update_converts_for_its_slice_of_time_and_leaves_the_rest_for_the_next(
+    crawls: Crawls,
+):
+    run = begin(crawls(browsable(crawls)), interval=3600)
+    pages = [f"http://a.test/p{i}.html" for i in range(6)]
+    for i, page in enumerate(pages):
+        run.store(page, b'<a href="/t.html">t</a>' + b" " * i)
+    run.store("http://a.test/t.html", b"t")  # every page is marked
+    mirror = run.browse.mirror  # type: ignore[union-attr]
+    ticks = iter(range(1000))
+    mirror.clock = lambda: next(ticks) * 0.01  # each look at the clock: 10 ms later
+    assert 1 <= mirror.update(budget=0.025) <= 3
+    left = len(mirror._dirty)
+    assert left >= 3  # the rest wait for the next slice
+    assert mirror.update(budget=None) == left
+    assert not mirror._dirty
 
 
 def test_a_recrawl_that_removes_a_document_removes_its_copy_and_the_links_to_it(crawls: Crawls):

@@ -192,9 +192,10 @@ def test_a_converted_page_reads_offline_in_chromium(web, tmp_path):
     assert verify(conf).returncode == 0
 
 
-def test_a_page_is_written_during_the_crawl_and_brought_up_to_date_by_its_end(web, tmp_path):
-    """The home page's copy exists while the crawl still waits for a page it links to; its link to
-    that page is absolute then, and relative once the page is stored."""
+def test_a_page_is_written_during_the_crawl_linking_ahead_and_set_right_by_its_end(web, tmp_path):
+    """The home page's copy exists while the crawl still waits for the pages it links to: its
+    links lead where their copies will be (written ahead). One of them is a 404: by the end of
+    the crawl that link is the URL again, and the page was written twice, not more."""
     copy = tmp_path / "repo" / "browse" / f"a.test:{web.port}" / "index.html"
     seen: list[str] = []
 
@@ -203,20 +204,19 @@ def test_a_page_is_written_during_the_crawl_and_brought_up_to_date_by_its_end(we
         seen.append(copy.read_text(encoding="utf-8"))
         return Resource(b"<title>Slow</title>", headers=HTML)
 
-    web.page("a.test", "/", '<a href="/slow.html">slow</a> <a href="/next.html">next</a>')
+    web.page("a.test", "/", '<a href="/slow.html">slow</a> <a href="/gone.html">gone</a>')
     web.add("a.test", "/slow.html", slow)
-    web.page("a.test", "/next.html", "<title>Next</title>")
-    result = run_crawl(browsable_conf(tmp_path, [web.url("a.test", "/")]))
+    web.add("a.test", "/gone.html", Resource(b"gone", 404, HTML))
+    conf = browsable_conf(tmp_path, [web.url("a.test", "/")])
+    result = run_crawl(conf)
     assert result.status == 0, result.log
-    assert seen == [
-        f'<a href="http://a.test:{web.port}/slow.html">slow</a> '
-        f'<a href="http://a.test:{web.port}/next.html">next</a>'
-    ]
-    assert (
-        copy.read_text(encoding="utf-8")
-        == '<a href="slow.html">slow</a> <a href="next.html">next</a>'
+    assert seen == ['<a href="slow.html">slow</a> <a href="gone.html">gone</a>']
+    assert copy.read_text(encoding="utf-8") == (
+        f'<a href="slow.html">slow</a> <a href="http://a.test:{web.port}/gone.html">gone</a>'
     )
-    assert result.stats["tarantula/browse/updated"] >= 1
+    assert result.stats["tarantula/browse/converted"] == 3  # the home page twice, slow.html
+    assert result.stats["tarantula/browse/updated"] == 1
+    assert verify(conf).returncode == 0
 
 
 def test_a_recrawl_removes_what_is_gone_and_links_what_is_new(web, tmp_path):

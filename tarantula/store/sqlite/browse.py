@@ -12,6 +12,7 @@ import logging
 import os
 import time
 from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -26,12 +27,16 @@ from tarantula.core.browse import (
     record_fields,
 )
 from tarantula.core.document import codec_for_label
+from tarantula.core.document import doc_type as doc_type_of
 from tarantula.core.documents import StoredDocument
-from tarantula.core.frontier import url_hash
+from tarantula.core.filters import HTML_EXTENSIONS, extension
+from tarantula.core.frontier import HashSet, url_hash
 from tarantula.core.layout import BROWSE_NAME
-from tarantula.core.mirror import UnsafePath, store_path, write_atomic
-from tarantula.core.requisites import Requisite
-from tarantula.core.urls import UrlRejected
+from tarantula.core.mirror import UnsafePath, copy_relpath, store_path, write_atomic
+from tarantula.core.reader import HtmlReading
+from tarantula.core.requisites import Requisite, entry_url
+from tarantula.core.scope import origin
+from tarantula.core.urls import UrlRejected, file_name
 from tarantula.store.sqlite.database import StateDB
 
 logger = logging.getLogger(__name__)
@@ -52,8 +57,17 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS browse_dirty (page INTEGER PRIMARY KEY)",
     # Browse paths whose file is to be written or deleted once the rows that say so are committed.
     "CREATE TABLE IF NOT EXISTS browse_pending (path TEXT PRIMARY KEY) WITHOUT ROWID",
+    # One process: the targets a page links to as files before they were stored, as they were
+    # queued or leased then (the frontier entries, url_hash of a document's URL or of a
+    # requisite's entry): the page expects each at the path its URL gives it.
+    "CREATE TABLE IF NOT EXISTS browse_expected (page INTEGER NOT NULL, entry INTEGER NOT NULL,"
+    " PRIMARY KEY (page, entry)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS browse_expected_entry ON browse_expected (entry)",
 )
-_TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending")
+_TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending", "browse_expected")
+
+#: Marked pages checked at one update, at most, for targets still expected.
+_CHECKED = 512
 
 #: Converted pages held in memory, waiting for the commit after which they are written, before
 #: a long piece of work (a bulk conversion) commits early.
@@ -68,6 +82,9 @@ class FolderDocuments(Protocol):
 
     def path(self, url: str) -> str | None:
         """The mirror path of the document of (normalized) ``url``, None if none is stored."""
+
+    def paths(self, urls: list[str]) -> dict[str, str]:
+        """:meth:`path` of each of ``urls`` that has one, looked up together."""
 
     def fields(self, url: str) -> tuple[str | None, str | None] | None:
         """The encoding label and short type of the document (or page requisite) of ``url``,
@@ -98,6 +115,20 @@ class DatabaseDocuments:
         if row is None:
             row = self.db.execute("SELECT path FROM requisites WHERE url = ?", (url,)).fetchone()
         return row[0] if row else None
+
+    def paths(self, urls: list[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for table in ("requisites", "documents"):  # a document's path wins
+            for chunk in range(0, len(urls), 256):
+                part = urls[chunk : chunk + 256]
+                found.update(
+                    self.db.execute(
+                        f"SELECT url, path FROM {table} WHERE path IS NOT NULL"
+                        f" AND url IN ({','.join('?' * len(part))})",
+                        part,
+                    )
+                )
+        return found
 
     def fields(self, url: str) -> tuple[str | None, str | None] | None:
         row = self.db.execute("SELECT record FROM documents WHERE url = ?", (url,)).fetchone()
@@ -145,6 +176,9 @@ class DocumentList:
         requisite = self.requisites.get(url)
         return requisite.path if requisite else None
 
+    def paths(self, urls: list[str]) -> dict[str, str]:
+        return {url: path for url in urls if (path := self.path(url)) is not None}
+
     def fields(self, url: str) -> tuple[str | None, str | None] | None:
         doc = self.by_url.get(url)
         if doc is not None:
@@ -169,16 +203,57 @@ def _unpack(blob: bytes) -> array[int]:
     return values
 
 
+def _browse_path(documents: FolderDocuments, url: str, path: str) -> str:
+    """Where the copy of the document of ``url``, at mirror ``path``, is in ``browse/``."""
+    if "?" not in path.rpartition("/")[2]:  # see browse_name
+        return path
+    fields = documents.fields(url)
+    return browse_name(path, kind_of(fields[1] if fields else None))
+
+
+def may_be_html_name(ext: str) -> bool:
+    return not ext or ext.lower() in HTML_EXTENSIONS
+
+
+def expected_name(url: str) -> str | None:
+    """Where in ``browse/`` the copy of the document of (normalized) ``url`` will be, when it is
+    of the type its URL says (HTML for a name without an extension, as most are): a link
+    written ahead of its storing leads there. None for a URL that cannot be mapped.
+
+    >>> expected_name("http://h.test/a/"), expected_name("http://h.test/about"), expected_name("http://h.test/r.pdf")
+    ('h.test/a/index.html', 'h.test/about.html', 'h.test/r.pdf')
+    >>> expected_name("http://h.test/list.php?p=2"), expected_name("http://h.test/s.css?v=1")
+    ('h.test/list.php?p=2.html', 'h.test/s.css?v=1.css')
+    """
+    ext = extension(file_name(origin(url).path))
+    doc_type = "html" if may_be_html_name(ext) else doc_type_of(None, ext)
+    try:
+        path = copy_relpath(url, doc_type).as_posix()
+    except UnsafePath:
+        return None
+    return browse_name(path, kind_of(doc_type))
+
+
 class BrowseMirror:
     """Keeps ``<repository>/browse/`` in line with the crawl state, as the crawl goes.
 
-    :meth:`stored` converts each stored document at once: its page is written with the links it
-    can resolve then. Every page remembers, in the crawl's database, which of its targets were
-    not stored yet (``browse_waiting``) and which it links to as files; when a waited-for target
-    is stored, the pages waiting for it are marked (``browse_dirty``), and
-    :meth:`update_if_due` and :meth:`close` write them again. Updates come at most every
-    ``interval`` seconds, and are spaced so that they take at most ``share`` of the time (a page
-    whose targets trickle in is not written again for each of them).
+    :meth:`stored` converts each stored document at once, from the reading made when the page
+    was fetched: a link to a document stored by then becomes a relative path, and with
+    ``settle`` (one process, whose database holds the frontier) so does a link to a URL the crawl
+    has queued or leased, to the file its URL gives it (as HTTrack writes links ahead); a link to
+    anything else becomes an absolute URL. The page remembers the targets it expects that way
+    (``browse_expected``), and those it links to as URLs (``browse_waiting``). When an expected
+    target is stored where expected, nothing more is done; when it is stored elsewhere (another
+    type than its URL said) or its URL is done without a document (a 404, a duplicate, a
+    redirect), and when a target linked as a URL is stored after all, the page is marked
+    (``browse_dirty``) and written again once, when it expects nothing more (:meth:`update`),
+    or at :meth:`close` at the latest, where any link still expected becomes a URL again. So a
+    page is converted once in most cases, and at most twice a run (a third time only for a
+    target known, not stored, and fetched later as another page's requisite). Without
+    ``settle`` (a folder's passes), a marked page is written again at the next :meth:`update`.
+    Updates come at most every ``interval`` seconds and take at most ``share`` of the time; each
+    converts for ``slice_time`` seconds at most, so the crawl's requests never wait long behind
+    them.
     :meth:`reconcile`, run when a run opens and closes, compares the copies with the documents
     of the state: a document removed (a recrawl's 404, a redirect) loses its copy and the pages
     linking to it link to its URL instead; a document with no copy (a crash, ``browsable``
@@ -202,6 +277,8 @@ class BrowseMirror:
         documents: FolderDocuments | None = None,
         interval: float = 10.0,
         share: float = 0.2,
+        slice_time: float = 0.05,
+        settle: bool = False,
         count: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -212,9 +289,22 @@ class BrowseMirror:
         self.normalize = normalize
         self.interval = interval
         self.share = share
+        self.slice_time = slice_time
+        self.settle = settle
         self.count = count or (lambda event, n: None)
         self.clock = clock
         self._dirty: set[int] = set()  # pages to write again: a target arrived or left
+        # URL hashes of the folder's documents and requisites (a filter: a link whose target's
+        # hash is not in it is not stored, and costs no look-up), filled by open().
+        self._known = HashSet()
+        self._twins = HashSet()  # URL hashes of the URLs kept as exact duplicates
+        self._checked = 0  # the page an update checked last (with settle), to go round them all
+        self._expecting = settle  # links to queued and leased URLs are written as files
+        self._next_scan = clock() + interval  # see _scan_expected
+        # One conversion's look-ups (see _prefetch): absolute URL -> (key, path), and the
+        # targets it writes as files ahead of their storing: key -> frontier entries.
+        self._found: dict[str, tuple[str | None, str | None]] = {}
+        self._ahead: dict[str, list[int]] = {}
         self._queue: dict[str, bytes | Path | None] = {}  # path -> content, raw copy, None: delete
         self._queued = 0
         self._next_update = clock() + interval
@@ -229,6 +319,8 @@ class BrowseMirror:
         if not self.root.is_dir():  # never built, or deleted by hand: build it all
             for table in _TABLES:
                 self.db.execute(f"DELETE FROM {table}")
+        self._known = HashSet(url_hash(url) for url, _, _ in self.documents.listing())
+        self._twins = HashSet()
         self._dirty = {page for (page,) in self.db.execute("SELECT page FROM browse_dirty")}
         redo: set[int] = set()
         for (name,) in self.db.execute("SELECT path FROM browse_pending").fetchall():
@@ -247,26 +339,74 @@ class BrowseMirror:
         self.reconcile(redo)
 
     def stored(self, url: str, path: str, md5: str, doc_type: str | None, encoding: str | None,
-               body: bytes) -> None:  # fmt: skip
-        """A document was stored (new or changed) at mirror ``path``: write its browse copy."""
-        row = self.db.execute(
-            "SELECT md5, path FROM browse_copies WHERE hash = ?", (url_hash(url),)
-        ).fetchone()
+               body: bytes, page: HtmlReading | None = None) -> None:  # fmt: skip
+        """A document was stored (new or changed) at mirror ``path``: write its browse copy (an
+        HTML page from ``page``, its reading, when it has one)."""
+        h = url_hash(url)
+        self._known.add(h)
+        if self.settle:
+            self._arrived(url, browse_name(path, kind_of(doc_type)))
+        row = self.db.execute("SELECT md5, path FROM browse_copies WHERE hash = ?", (h,)).fetchone()
         if row is not None and tuple(row) == (md5, path):
             return  # the same content again (a recrawl)
-        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
+        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body, page)
+
+    def _arrived(self, url: str, name: str) -> None:
+        """The target ``url`` is stored, its copy at ``name`` in ``browse/``: the pages that
+        expected it there are right; those that expected it elsewhere are marked."""
+        entries = (url_hash(url), url_hash(entry_url(url)))
+        pages = [
+            page
+            for (page,) in self.db.execute(
+                "SELECT page FROM browse_expected WHERE entry IN (?, ?)", entries
+            )
+        ]
+        if not pages:
+            return
+        self.db.execute("DELETE FROM browse_expected WHERE entry IN (?, ?)", entries)
+        if expected_name(url) != name:
+            self._mark(pages)
 
     def update_if_due(self) -> None:
-        """Write again the pages whose targets arrived, if an update is due."""
-        if self._dirty and self.clock() >= self._next_update:
-            self.update()
+        """Write again the marked pages that expect nothing more, if an update is due."""
+        now = self.clock()
+        if self.settle and now >= self._next_scan:
+            self._scan_expected()
+            self._next_scan = now + self.interval
+        if self._dirty and now >= self._next_update:
+            self.update(budget=self.slice_time)
 
-    def update(self) -> int:
-        """Write again every page whose targets arrived or left; returns how many."""
+    def _scan_expected(self) -> None:
+        """Mark the pages that expect a target whose URL is done without its copy where they
+        expect it (a failure, a duplicate, a redirect: the crawl left it for good)."""
+        done = self.db.execute(
+            "SELECT page, entry FROM browse_expected JOIN urls ON urls.hash = entry"
+            " WHERE urls.state = 2"
+        ).fetchall()
+        if done:
+            self.db.sql.executemany(
+                "DELETE FROM browse_expected WHERE page = ? AND entry = ?", done
+            )
+            self._mark({page for page, _ in done})
+
+    def update(self, budget: float | None = None) -> int:
+        """Write again the marked pages (with ``settle``, those that expect no target any more),
+        for ``budget`` seconds at most (None: every one); returns how many."""
         started = self.clock()
-        dirty, self._dirty = self._dirty, set()
+        self._twins = HashSet(url_hash(url) for url in self.documents.duplicates())
+        pages = sorted(self._dirty)
+        if budget is not None and self.settle:  # a round of them, from the last one checked
+            first = bisect_right(pages, self._checked)
+            pages = (pages[first:] + pages[:first])[:_CHECKED]
+            self._checked = pages[-1] if pages else 0
+            pages = self._settled(pages)
         updated = 0
-        for page in sorted(dirty):
+        left = False
+        for page in pages:
+            if budget is not None and self.clock() - started >= budget:
+                left = True  # the rest in the next slice, soon
+                break
+            self._dirty.discard(page)
             self.db.execute("DELETE FROM browse_dirty WHERE page = ?", (page,))
             self.db.changed()
             row = self.db.execute(
@@ -283,15 +423,30 @@ class BrowseMirror:
             updated += 1
         now = self.clock()
         spent = now - started
-        self._next_update = now + max(self.interval, spent * (1 / self.share - 1))
+        self._next_update = now + max(0.0 if left else self.interval, spent * (1 / self.share - 1))
         if updated:
             self.count("updated", updated)
         return updated
+
+    def _settled(self, pages: list[int]) -> list[int]:
+        """Of ``pages``, those that expect no target any more."""
+        waiting: set[int] = set()
+        for chunk in range(0, len(pages), 256):
+            part = pages[chunk : chunk + 256]
+            marks = ",".join("?" * len(part))
+            waiting.update(
+                page
+                for (page,) in self.db.execute(
+                    f"SELECT DISTINCT page FROM browse_expected WHERE page IN ({marks})", part
+                )
+            )
+        return [page for page in pages if page not in waiting]
 
     def reconcile(self, force: Iterable[int] = ()) -> None:
         """Bring every copy in line with the state's documents (and convert again the documents
         in ``force``), then write again the pages whose targets arrived or left."""
         force = set(force)
+        self._twins = HashSet(url_hash(url) for url in self.documents.duplicates())
         documents = {url_hash(url): (url, path, md5) for url, path, md5 in self.documents.listing()}
         copies = {
             h: (url, path, md5)
@@ -331,8 +486,16 @@ class BrowseMirror:
 
     def close(self) -> None:
         """At the end of a run: every page up to date with the state, the files written at the
-        next commit (the run's last)."""
-        self.reconcile()
+        next commit (the run's last). A page that still expects a target (an interrupted crawl,
+        a limit reached) links to its URL instead: this run will not store it."""
+        self._expecting = False
+        still = set()
+        if self.settle:
+            self._scan_expected()
+            still = {
+                page for (page,) in self.db.execute("SELECT DISTINCT page FROM browse_expected")
+            }
+        self.reconcile(still)
 
     # -- converting --
 
@@ -349,7 +512,7 @@ class BrowseMirror:
         self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
 
     def _convert(self, url: str, path: str, md5: str, kind: str, codec: str | None,
-                 body: bytes) -> None:  # fmt: skip
+                 body: bytes, page: HtmlReading | None = None) -> None:  # fmt: skip
         h = url_hash(url)
         old = self.db.execute(
             "SELECT path, absolute, kind FROM browse_copies WHERE hash = ?", (h,)
@@ -359,7 +522,10 @@ class BrowseMirror:
         if kind == COPY:
             content, links = self.repository / path, PageLinks()
         else:
-            content, links = convert_document(body, kind, codec, url, name, self._locate)
+            content, links = convert_document(body, kind, codec, url, name, self._locate, page,
+                                              self._prefetch)  # fmt: skip
+            if self.settle:
+                self._expect(h, links.local)
         local, absolute = _hashes(links.local), _hashes(links.absolute)
         before = set(_unpack(old[1])) if old else set()
         after = set(_unpack(absolute))
@@ -385,22 +551,81 @@ class BrowseMirror:
         self._queue_file(name, content)
         self.count("copied" if kind == COPY else "converted", 1)
 
+    def _expect(self, page: int, local: set[str]) -> None:
+        """Keep which of ``local`` (the targets a page links to as files) were written ahead of
+        their storing."""
+        self.db.execute("DELETE FROM browse_expected WHERE page = ?", (page,))
+        rows = [(page, entry) for key in local for entry in self._ahead.get(key, ())]
+        if rows:
+            self.db.sql.executemany("INSERT OR IGNORE INTO browse_expected VALUES (?, ?)", rows)
+
+    def _prefetch(self, urls: list[str]) -> None:
+        """Look up together what :meth:`_locate` answers for ``urls`` (a document's targets):
+        their keys, the paths of the stored ones (and of the twins of exact duplicates), and,
+        while links are written ahead, which of the others the crawl has queued or leased."""
+        found: dict[str, tuple[str | None, str | None]] = {}
+        keys: dict[str, str] = {}
+        for url in urls:
+            try:
+                keys[url] = self.normalize(url)
+            except UrlRejected:
+                found[url] = (None, None)
+        hashes = {key: url_hash(key) for key in keys.values()}
+        paths = self.documents.paths([k for k, h in hashes.items() if h in self._known])
+        for key, h in hashes.items():
+            if (
+                key not in paths
+                and h in self._twins
+                and (original := self.documents.original(key))
+                and (twin := self.documents.path(original)) is not None
+            ):
+                paths[key] = _browse_path(self.documents, original, twin)
+            elif key in paths:
+                paths[key] = _browse_path(self.documents, key, paths[key])
+        ahead: dict[str, list[int]] = {}
+        if self._expecting:
+            ahead = self._in_frontier([key for key in hashes if key not in paths])
+            for key in ahead:
+                if (name := expected_name(key)) is not None:
+                    paths[key] = name
+        self._found = found | {url: (key, paths.get(key)) for url, key in keys.items()}
+        self._ahead = ahead
+
+    def _in_frontier(self, keys: list[str]) -> dict[str, list[int]]:
+        """Of ``keys``, those the crawl has queued or leased, with their frontier entries (a
+        document's, a requisite's)."""
+        entries: dict[int, str] = {}
+        for key in keys:
+            entries[url_hash(key)] = key
+            entries[url_hash(entry_url(key))] = key
+        ahead: dict[str, list[int]] = {}
+        hashes = list(entries)
+        for chunk in range(0, len(hashes), 256):
+            part = hashes[chunk : chunk + 256]
+            for (h,) in self.db.execute(
+                f"SELECT hash FROM urls WHERE hash IN ({','.join('?' * len(part))}) AND state < 2",
+                part,
+            ):
+                ahead.setdefault(entries[h], []).append(h)
+        return ahead
+
     def _locate(self, url: str) -> tuple[str | None, str | None]:
         """The normalized ``url`` and the mirror path of its copy: its document's, or, for a URL
-        kept as an exact duplicate, its stored twin's (SPEC 11)."""
+        kept as an exact duplicate, its stored twin's (SPEC 11); while links are written ahead,
+        the copy a URL the crawl has queued or leased will have."""
+        if (known := self._found.get(url)) is not None:
+            return known
         try:
             key = self.normalize(url)
         except UrlRejected:
             return None, None
-        path = self.documents.path(key)
-        if path is None and (original := self.documents.original(key)) is not None:
+        h = url_hash(key)
+        path = self.documents.path(key) if h in self._known else None
+        if path is None and h in self._twins and (original := self.documents.original(key)):
             key_of_copy, path = original, self.documents.path(original)
         else:
             key_of_copy = key
-        if path is not None and "?" in path.rpartition("/")[2]:  # see browse_name
-            fields = self.documents.fields(key_of_copy)
-            path = browse_name(path, kind_of(fields[1] if fields else None))
-        return key, path
+        return key, None if path is None else _browse_path(self.documents, key_of_copy, path)
 
     def _remove(self, h: int, path: str) -> None:
         row = self.db.execute(
@@ -411,6 +636,7 @@ class BrowseMirror:
             [(t, h) for t in _unpack(row[0])] if row else [],
         )
         self.db.execute("DELETE FROM browse_copies WHERE hash = ?", (h,))
+        self.db.execute("DELETE FROM browse_expected WHERE page = ?", (h,))
         if not self._path_used(path):
             self._queue_file(browse_name(path, row[1] if row else COPY), None)
 
