@@ -368,13 +368,15 @@ class PageLinks:
 
 
 def link_converter(page_url: str, page_path: str, base: str | None, locate: Locate,
-                   found: PageLinks) -> Convert:  # fmt: skip
+                   found: PageLinks, joined: dict[str, str | None] | None = None,
+                   ) -> Convert:  # fmt: skip
     """The :data:`Convert` of the page at ``page_url`` (mirror path ``page_path``), whose
     ``<base href>`` is ``base``: each link is resolved against the base; a link to a stored
     document becomes a relative path (its fragment kept), one to any other http(s) URL that URL,
     absolute. Links that are not http(s) (``mailto:``, ``javascript:``, ``data:``), and fragment
     and empty links when the base is the page itself, stay as they are. ``found`` collects the
-    targets (their normalized URLs) of both kinds.
+    targets (their normalized URLs) of both kinds. ``joined`` remembers each link as written
+    resolved (a page repeats its links; two converters of one page may share it).
 
     >>> found = PageLinks()
     >>> convert = link_converter("http://ex.com/a/", "ex.com/a/index.html", None,
@@ -389,8 +391,11 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     join = LinkResolver(resolved).join
     same_base = resolved.partition("#")[0] == page_url
     cache: dict[str, tuple[str | None, str | None]] = {}
+    relative: dict[str, str] = {}
+    if joined is None:
+        joined = {}
 
-    def convert(link: str) -> str | None:
+    def resolve(link: str) -> str | None:
         stripped = link.strip(_C0_SPACE)
         if same_base and (not stripped or stripped[0] == "#"):
             return None
@@ -398,7 +403,14 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
             absolute = join(link)
         except UrlRejected:
             return None
-        if not absolute[:8].lower().startswith(("http://", "https://")):
+        return absolute if absolute[:8].lower().startswith(("http://", "https://")) else None
+
+    def convert(link: str) -> str | None:
+        if link in joined:
+            absolute = joined[link]
+        else:
+            absolute = joined[link] = resolve(link)
+        if absolute is None:
             return None
         url, hash_mark, fragment = absolute.partition("#")
         target = cache.get(url)
@@ -407,7 +419,9 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
         key, path = target
         if path is not None and key is not None:
             found.local.add(key)
-            return relative_link(page_path, path) + hash_mark + fragment
+            if (written := relative.get(path)) is None:
+                written = relative[path] = relative_link(page_path, path)
+            return written + hash_mark + fragment
         if key is not None:
             found.absolute.add(key)
         return absolute if absolute != link else None
@@ -457,13 +471,16 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
             targets[url] = None
             return None, None
 
-        collect = link_converter(page_url, page_path, base, note, PageLinks())
+        joined: dict[str, str | None] = {}
+        collect = link_converter(page_url, page_path, base, note, PageLinks(), joined)
         if refs is None:
             map_css(text, collect)
         else:
             map_refs(text, refs, collect, False)
         prefetch(list(targets))
-    convert = link_converter(page_url, page_path, base, locate, found)
+    else:
+        joined = {}
+    convert = link_converter(page_url, page_path, base, locate, found, joined)
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)
     if converted == text:
         return body, found

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -149,12 +149,24 @@ class HtmlReading:
 _Attribute = tuple[int, int, str, int]
 
 
+#: The attributes a reading uses: those that hold URLs, and those that say what a tag's URL is
+#: (``rel``, ``type``, ``http-equiv``) or give a link its anchor (``alt``, ``title``).
+_USED = frozenset(
+    {*URL_ATTRIBUTES, *SRCSET_ATTRIBUTES, "style", "data", "content", "rel", "type", "http-equiv"}
+    | {"alt", "title"}
+)
+
+
 def _attributes(attributes: str, offset: int) -> dict[str, _Attribute]:
-    """A tag's attributes by lower-case name; the first of a repeated one counts; one without a
-    value is left out."""
+    """A tag's attributes that a reading uses (:data:`_USED`), by lower-case name; the first of a
+    repeated one counts; one without a value is left out."""
     seen: dict[str, _Attribute] = {}
     for m in _ATTRIBUTE.finditer(attributes):
-        name = m[1].lower()
+        name = m[1]
+        if name not in _USED:
+            name = name.lower()
+            if name not in _USED:
+                continue
         raw = m[2]
         if name in seen or raw is None:
             continue
@@ -165,29 +177,35 @@ def _attributes(attributes: str, offset: int) -> dict[str, _Attribute]:
     return seen
 
 
-def _tag_refs(name: str, seen: dict[str, _Attribute]) -> Iterator[Ref]:
-    rel = seen["rel"][2].lower().split() if "rel" in seen else ()
-    not_loaded = (name == "link" and _LOADED_RELS.isdisjoint(rel)) or (
-        name == "input" and ("type" not in seen or seen["type"][2].strip().lower() != "image")
-    )
-    loaded = () if not_loaded else _LOADED.get(name, ())
+def _tag_refs(name: str, seen: dict[str, _Attribute]) -> list[Ref]:
+    if name == "a" and len(seen) == 1 and "href" in seen:  # most tags read: a plain link
+        start, end, value, _ = seen["href"]
+        return [Ref("url", start, end, value)]
+    loaded: Collection[str] = _LOADED.get(name, ())
+    if name == "link":
+        if "rel" not in seen or _LOADED_RELS.isdisjoint(seen["rel"][2].lower().split()):
+            loaded = ()
+    elif name == "input" and ("type" not in seen or seen["type"][2].strip().lower() != "image"):
+        loaded = ()
+    refs = []
     for attribute, (start, end, value, name_start) in seen.items():
         if attribute in URL_ATTRIBUTES or (attribute == "data" and name == "object"):
             if name == "base" and attribute == "href":
-                yield Ref("base", name_start, end, value)
+                refs.append(Ref("base", name_start, end, value))
             else:
-                yield Ref("url", start, end, value, attribute in loaded)
+                refs.append(Ref("url", start, end, value, attribute in loaded))
         elif attribute in SRCSET_ATTRIBUTES:
-            yield Ref("srcset", start, end, value, attribute in loaded)
+            refs.append(Ref("srcset", start, end, value, attribute in loaded))
         elif attribute == "style":
-            yield Ref("css", start, end, value, True)
+            refs.append(Ref("css", start, end, value, True))
         elif (
             attribute == "content"
             and name == "meta"
             and "http-equiv" in seen
             and seen["http-equiv"][2].strip().lower() == "refresh"
         ):
-            yield Ref("refresh", start, end, value)
+            refs.append(Ref("refresh", start, end, value))
+    return refs
 
 
 def read_html(text: str, *, refs: bool = True) -> HtmlReading:
@@ -291,11 +309,15 @@ _UNRENDERED = re.compile(
 )
 
 
+_MAY_HIDE = re.compile("<[st]", re.IGNORECASE)  # what may open an unrendered element
+
+
 def _anchor_text(content: str) -> str:
     """The rendered text of an ``<a>``'s content, else its images' ``alt`` texts."""
     if "<" not in content:
         return clean(html.unescape(content) if "&" in content else content)[:MAX_TEXT]
-    content = _UNRENDERED.sub("", content)
+    if _MAY_HIDE.search(content):
+        content = _UNRENDERED.sub("", content)
     text = _TOKEN.sub("", content)
     if "&" in text:
         text = html.unescape(text)
