@@ -26,7 +26,6 @@ from scrapy.exceptions import UsageError
 
 from tarantula.commands import load_or_report, tell
 from tarantula.core.layout import REPORT_NAME, STATE_FOLDER
-from tarantula.core.page import render_html, write_report
 from tarantula.core.report import PROGRESS_NAME, ProgressLog, build_report, combined
 from tarantula.core.rules import UrlRules
 from tarantula.store import (
@@ -91,4 +90,6 @@ def write_outputs(config: CrawlConfig, folders: list[Path]) -> None:
         )
         report = build_report(config, state_figures(config), samples, figures,
                               generated=time.time())  # fmt: skip
+        from tarantula.core.page import render_html, write_report  # Jinja2: only when written
+
         write_report(config.repository / REPORT_NAME, render_html(report))

@@ -30,7 +30,6 @@ from scrapy.utils.asyncio import create_looping_call
 from tarantula.context import CrawlContext, context_of
 from tarantula.core.folderlock import folder_lock
 from tarantula.core.layout import REPORT_LOCK_NAME
-from tarantula.core.page import render_html, write_report
 from tarantula.core.report import (
     PROGRESS_NAME,
     HostFigures,
@@ -143,6 +142,10 @@ class CrawlReport:
                 report = build_report(config, state, samples, runs,
                                       summary=summary.text if summary else None,
                                       generated=time.time())  # fmt: skip
+                # Jinja2 and the charts are imported when the report is written: a crawl's start
+                # does not wait for them.
+                from tarantula.core.page import render_html, write_report
+
                 write_report(path, render_html(report))
         except (OSError, StoreUnavailable) as exc:
             logger.warning("Could not write the crawl report %s: %s", path, exc)

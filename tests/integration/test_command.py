@@ -252,3 +252,25 @@ def test_jobdir_does_not_replace_the_crawl_state(web, tmp_path):
     result = run_crawl(conf, "-s", f"JOBDIR={tmp_path / 'job'}")
     assert result.status == 0, result.process.stdout
     assert len(result.records) == 2
+
+
+def test_a_crawl_loads_no_module_it_does_not_use(web, tmp_path):
+    """Start-up is most of a small crawl's cost (docs/benchmarks.md): the modules a crawl of a
+    page loads leave out what its parts never use (Scrapy's remote control, which imports
+    aiohttp; its cookies middleware, which imports tldextract and requests; Jinja2 until the
+    report is written, which this crawl does not; Chromium's driver without a render-list)."""
+    web.page("a.test", "/", "<title>One</title>")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], report=False)
+    script = textwrap.dedent(f"""
+        import atexit, json, sys
+        atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.__stderr__))
+        sys.argv = ["scrapy", "crawl", "tarantula", "-a", "conf={conf}"]
+        from scrapy.cmdline import execute
+        execute()
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    loaded = set(json.loads(result.stderr.strip().splitlines()[-1]))
+    assert "tarantula.spiders.tarantula" in loaded  # it did crawl
+    assert not loaded & {"aiohttp", "tldextract", "requests", "jinja2", "playwright"}
