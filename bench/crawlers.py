@@ -30,6 +30,7 @@ TARANTULA_OUTPUTS: dict[str, tuple[str, ...]] = {
     "tarantula": (),
     "tarantula-warc": ("warc",),
     "tarantula-browse": ("browsable",),
+    "tarantula-browse-warc": ("browsable", "warc"),
 }
 
 #: Tarantula sharing the crawl through a fresh Redis (bench/shared.py): the number of workers.

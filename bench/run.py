@@ -14,8 +14,9 @@ the other. Each crawler is a child process measured on its own (``os.wait4``): w
 CPU seconds, peak RSS. Fetched URLs are compared with the manifest. The per-run table and the
 medians are printed and written to ``bench/results/<preset>-<timestamp>.md``.
 
-``tarantula-warc`` and ``tarantula-browse`` are Tarantula with ``warc = yes`` or ``browsable = yes``
-in ``<output-options>`` (SPEC 11); run beside ``tarantula``, the report adds each one's pages/s and
+``tarantula-warc``, ``tarantula-browse`` and ``tarantula-browse-warc`` are Tarantula with
+``warc = yes``, ``browsable = yes`` or both in ``<output-options>`` (SPEC 11); run beside
+``tarantula``, the report adds each one's pages/s and
 CPU per page over plain Tarantula's: the cost of the option.
 
 Every host name of the web is mapped to 127.0.0.1 by Tarantula's resolver (the config's ``resolve``
