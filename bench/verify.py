@@ -15,7 +15,7 @@ built without crawling, with the project's own code:
   :class:`tarantula.core.documents.DocumentStore`, in a run that
   :class:`tarantula.core.repository.Repository` begins and ends, committed every
   :data:`COMMIT_EVERY` documents, which appends the records to ``index.txt`` as a crawl does;
-- ``browse/`` is written by :class:`tarantula.store.sqlite.browse.BrowseMirror`, as when ``browsable`` is
+- ``browse/`` is written by :class:`tarantula.store.folder.BrowseMirror`, as when ``browsable`` is
   turned on after a crawl: every document converted once, all its link targets already stored.
 
 Then ``scrapy verify`` runs on it ``--runs`` times with ``browsable = no`` and as many with
@@ -48,8 +48,9 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.mirror import mirror_relpath, store_path, write_atomic
 from tarantula.core.urls import normalize_url, url_md5
+from tarantula.store.folder import BrowseMirror
 from tarantula.store.sqlite import SqliteStore
-from tarantula.store.sqlite.browse import BrowseMirror
+from tarantula.store.sqlite.browse import DatabaseDocuments
 
 PORT = 8080
 PDFS_PER_HOST = 2
@@ -123,7 +124,7 @@ def build_repository(root: Path, documents: int, hosts: int, seed: int, browsabl
     built = Built(stored, size, time.perf_counter() - started, _cpu() - cpu, 0.0, 0.0)
     if browsable:
         started, cpu = time.perf_counter(), _cpu()
-        browse = BrowseMirror(state.db, root, normalize_url)
+        browse = BrowseMirror(state.db, root, normalize_url, documents=DatabaseDocuments(state.db))
         browse.open()  # no browse/ yet: every stored document is converted
         browse.close()
         state.commit()  # the files are written once the state that lists them is committed

@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import logformatter
 
+from tarantula.items import Document, RequisiteCopy
+
 if TYPE_CHECKING:
     from scrapy import Request, Spider
+    from scrapy.http import Response
     from twisted.python.failure import Failure
 
 
@@ -69,6 +72,33 @@ def demote_banner() -> None:
 
 
 class LogFormatter(logformatter.LogFormatter):
+    """Scrapy's, with network faults as warnings, and at log-level 2 (DEBUG) one line per answer:
+    its URL, status, type, size and download time (SPEC 12). Scrapy's own line for an item
+    (``Scraped from ...``) would hold the whole document, body and all: a stored document has
+    Tarantula's line at INFO already, so that one is left out."""
+
+    def crawled(self, request: Request, response: Response, spider: Spider) -> Any:
+        result = super().crawled(request, response, spider)
+        content_type = response.headers.get(b"Content-Type") or b"-"
+        latency = request.meta.get("download_latency")
+        result["msg"] = (
+            "Crawled (%(status)s) %(request)s (%(type)s, %(size)s bytes, %(time)s)%(flags)s"
+        )
+        result["args"] = {
+            "status": response.status,
+            "request": request,
+            "type": content_type.decode("latin-1").partition(";")[0].strip() or "-",
+            "size": f"{len(response.body):,}",
+            "time": f"{latency:.3f} s" if isinstance(latency, float) else "-",
+            "flags": f" {response.flags!s}" if response.flags else "",
+        }
+        return result
+
+    def scraped(self, item: Any, response: Response | Failure | None, spider: Spider) -> Any:
+        if isinstance(item, (Document, RequisiteCopy)):
+            return None
+        return super().scraped(item, response, spider)
+
     def download_error(
         self, failure: Failure, request: Request, spider: Spider, errmsg: str | None = None
     ) -> Any:

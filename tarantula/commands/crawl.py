@@ -8,6 +8,10 @@ summary is printed (unless the log, on the terminal, already showed it), and the
 when Tarantula's own code logged an error (Scrapy alone would exit 0). Other spiders run as with
 Scrapy's command.
 
+The spider arguments are :data:`ARGUMENTS`: an unknown one is refused, with one line naming the
+known ones, exit 2 (a mistyped ``-a conff=`` or a hoped-for ``-a period=0`` would otherwise be
+ignored in silence); ``-a recrawl=yes`` recrawls a complete crawl now, whatever its period says.
+
 Logging follows the configuration's ``<logging>`` section from Scrapy's first line on: Scrapy sets
 up logging and logs its start-up banner when it creates the crawler process, right after the
 command reads its options and long before the spider reads the configuration, so the options step
@@ -55,6 +59,38 @@ def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
             f"the next recrawl is due at {when(due)} (period {config.period:g} h). Nothing to do.")  # fmt: skip
 
 
+#: The spider arguments (``-a NAME=VALUE``) a Tarantula crawl takes; scrapyd adds ``_job``.
+ARGUMENTS = {
+    "conf": "the configuration file",
+    "worker": "this worker's name in a crawl shared through Redis",
+    "recrawl": "yes: recrawl a complete crawl now, whatever its period says",
+}
+_SCRAPYD = {"_job"}
+_YES, _NO = {"yes", "true", "on", "1"}, {"no", "false", "off", "0"}
+
+
+def argument_problems(arguments: dict[str, str]) -> list[str]:
+    """What is wrong with a crawl's ``-a`` arguments: one sentence each (none: they are good).
+
+    >>> argument_problems({"conf": "c.conf", "recrawl": "yes", "_job": "1"})
+    []
+    >>> for problem in argument_problems({"conf": "c.conf", "period": "0", "recrawl": "maybe"}):
+    ...     print(problem)
+    unknown argument -a period (known: -a conf, -a worker, -a recrawl)
+    -a recrawl must be yes or no, got 'maybe'
+    """
+    known = ", ".join(f"-a {name}" for name in ARGUMENTS)
+    problems = [
+        f"unknown argument -a {name} (known: {known})"
+        for name in arguments
+        if name not in ARGUMENTS and name not in _SCRAPYD
+    ]
+    recrawl = arguments.get("recrawl")
+    if recrawl is not None and recrawl.strip().lower() not in _YES | _NO:
+        problems.append(f"-a recrawl must be yes or no, got '{recrawl}'")
+    return problems
+
+
 def _logged_to_screen(settings: BaseSettings) -> bool:
     """Whether the summary, logged at INFO, already went to the terminal (``log-file = "screen"``)."""
     level = logging.getLevelName(settings.get("LOG_LEVEL"))
@@ -86,6 +122,11 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)
             return
         assert self.crawler_process is not None and self.settings is not None
+        if problems := argument_problems(opts.spargs):
+            for problem in problems:
+                tell(self, f"error: {problem}", logging.ERROR)
+            self.exitcode = 2
+            return
         conf = opts.spargs.get("conf") or self.settings.get("TARANTULA_CONF")
         if not conf:
             raise UsageError("no configuration file: use -a conf=PATH", print_help=False)
@@ -106,12 +147,14 @@ class Command(ScrapyCrawlCommand):
             tell(self, f"{config.path}: error: {exc}", logging.ERROR)
             self.exitcode = 2
             return
-        waiting = recrawl_wait(config)
+        now = opts.spargs.get("recrawl", "no").strip().lower() in _YES
+        waiting = None if now else recrawl_wait(config)
         if waiting:
             tell(self, waiting)
             return
         crawler = self._create_crawler(TarantulaSpider.name)
-        self.crawler_process.crawl(crawler, **opts.spargs, config=config)
+        arguments = {k: v for k, v in opts.spargs.items() if k != "recrawl"}
+        self.crawler_process.crawl(crawler, **arguments, config=config)
         self.crawler_process.start()
         summary = crawler.get_extension(CrawlSummary)
         if summary is not None and summary.text and not _logged_to_screen(crawler.settings):

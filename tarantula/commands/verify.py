@@ -61,7 +61,7 @@ from tarantula.core.layout import (
 )
 from tarantula.core.repository import Repository
 from tarantula.core.urls import UrlRejected, normalize_url
-from tarantula.store import StoreUnavailable, folder_documents, folder_requisites
+from tarantula.store import StoreUnavailable, folder_documents, folder_requisites, url_requisite
 
 if TYPE_CHECKING:
     import argparse
@@ -90,18 +90,42 @@ class Tally:
     links: int = 0
     warc_files: int = 0
     problems: int = 0
+    refused: int = 0  # failed requisites: named, not problems
     seconds: float = field(default=0.0)
 
     def summary(self, root: Path) -> str:
-        parts = [f"{self.documents} documents", f"{self.files} files"]
+        """
+        >>> Tally(documents=1, files=1, problems=1).summary(Path("r"))
+        'Verified r: 1 document, 1 file: 1 problem (0.0 s)'
+        >>> print(Tally(documents=2, files=3, browse_files=3, links=1, refused=1).summary(Path("r")))
+        Verified r: 2 documents, 3 files, 3 browse files (1 link): no problems; 1 failed page \
+requisite, named above (0.0 s)
+        """
+        parts = [counted(self.documents, "document"), counted(self.files, "file")]
         if self.requisites:
-            parts.insert(1, f"{self.requisites} page requisites")
+            parts.insert(1, counted(self.requisites, "page requisite"))
         if self.browse_files:
-            parts.append(f"{self.browse_files} browse files ({self.links} links)")
+            parts.append(f"{counted(self.browse_files, 'browse file')} "
+                         f"({counted(self.links, 'link')})")  # fmt: skip
         if self.warc_files:
-            parts.append(f"{self.warc_files} WARC files")
-        verdict = f"{self.problems} problems" if self.problems else "no problems"
+            parts.append(counted(self.warc_files, "WARC file"))
+        verdict = counted(self.problems, "problem") if self.problems else "no problems"
+        if self.refused:
+            verdict += f"; {counted(self.refused, 'failed page requisite')}, named above"
         return f"Verified {root}: {', '.join(parts)}: {verdict} ({self.seconds:.1f} s)"
+
+
+def counted(n: int, thing: str) -> str:
+    """
+    >>> counted(1, "problem"), counted(2, "problem"), counted(0, "WARC file")
+    ('1 problem', '2 problems', '0 WARC files')
+    """
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
+
+
+class Refused(str):
+    """A line of verify's that names a page requisite the server refused (a 404, a robots.txt):
+    a failed requisite, not a problem of the repository (SPEC 11)."""
 
 
 def verify(config: CrawlConfig, tally: Tally | None = None, jobs: int = 1) -> Iterator[str]:
@@ -120,7 +144,10 @@ def verify(config: CrawlConfig, tally: Tally | None = None, jobs: int = 1) -> It
     requisites = read_requisites(config, repository, documents)
     tally.requisites = len(requisites)
     for problem in _all_checks(config, repository, documents, requisites, tally, max(1, jobs)):
-        tally.problems += 1
+        if isinstance(problem, Refused):
+            tally.refused += 1
+        else:
+            tally.problems += 1
         yield problem
     tally.seconds = time.monotonic() - started
 
@@ -144,9 +171,31 @@ def _all_checks(config: CrawlConfig, repository: Repository, documents: dict[str
         tally.browse_files = len(browse_files)
         held_copies = {browse_name(r.path, kind_of(r.type)) for r in others if r.path}
         yield from check_browse(browse, kept, browse_files, tally, jobs,
-                                {r.url for r in others}, held_copies)  # fmt: skip
+                                {r.url for r in others}, held_copies,
+                                lambda url: refusal(config, url))  # fmt: skip
     if config.warc:
         yield from check_warc(repository.root / "warc", tally)
+
+
+def refusal(config: CrawlConfig, link: str) -> str | None:
+    """How the server refused the page requisite at ``link`` (absolute, as a page loads it) when
+    the crawl asked for it and got none (``http-404``, ``robots``, ...); None otherwise."""
+    try:
+        url = normalize_url(link if link[:2] != "//" else "http:" + link)
+    except UrlRejected:
+        return None
+    requisite = url_requisite(config, url)
+    if requisite is None or requisite.path is not None or requisite.outcome is None:
+        return None
+    # An HTTP error, or a rule (robots.txt, the reject list) that kept the crawl from asking: the
+    # site's answer or the user's choice. A network fault (no answer) is not one: a later crawl
+    # may get the file, and until then the page reaches the network.
+    outcome = requisite.outcome
+    return outcome if outcome.startswith("http-") or outcome in _REFUSALS else None
+
+
+#: Outcomes of a page requisite that the crawl did not get because it was told no.
+_REFUSALS = frozenset({"filtered", "robots"})
 
 
 def read_state(config: CrawlConfig, repository: Repository) -> dict[str, Stored] | str:
@@ -267,12 +316,16 @@ def check_mirror(root: Path, documents: dict[str, Stored], files: set[str],
 
 def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], tally: Tally,
                  jobs: int = 1, elsewhere: frozenset[str] | set[str] = frozenset(),
-                 held: frozenset[str] | set[str] = frozenset()) -> Iterator[str]:  # fmt: skip
+                 held: frozenset[str] | set[str] = frozenset(),
+                 refused: Callable[[str], str | None] = lambda url: None,
+                 ) -> Iterator[str]:  # fmt: skip
     """``browse/`` holds a copy of every stored document, nothing else (but the copies in
     ``held``, of requisites another folder holds), every relative link of its pages leads to one
     of its files, and no page loads anything from the network but the page requisites in
     ``elsewhere`` (normalized URLs: what another folder of a crawl shared through Redis holds,
-    and ``scrapy merge`` brings). Pages are read by ``jobs`` processes."""
+    and ``scrapy merge`` brings). A load the server refused when the crawl asked for it
+    (``refused`` says how) is named as a failed requisite (:class:`Refused`), not a problem.
+    Pages are read by ``jobs`` processes."""
     name = browse.name
     pages = []
     for doc in documents.values():
@@ -295,14 +348,32 @@ def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], ta
             initargs=(browse, files, elsewhere),
         )
         with pool:
-            for problems, count in pool.map(_broken_links, batches):
+            for problems, count, loads in pool.map(_broken_links, batches):
                 tally.links += count
                 yield from problems
+                yield from _network_loads(name, loads, refused)
         return
     _reader(browse, files, elsewhere)
-    for problems, count in map(_broken_links, batches):
+    for problems, count, loads in map(_broken_links, batches):
         tally.links += count
         yield from problems
+        yield from _network_loads(name, loads, refused)
+
+
+def _network_loads(name: str, loads: list[tuple[str, list[str]]],
+                   refused: Callable[[str], str | None]) -> Iterator[str]:  # fmt: skip
+    """One problem for each page (``browse/`` path) that loads something from the network, and
+    one line for each failed requisite among what it loads."""
+    for where, links in loads:
+        network = []
+        for link in links:
+            if (outcome := refused(link)) is not None:
+                yield Refused(f"{name}/{where}: failed page requisite {link} ({outcome})")
+            else:
+                network.append(link)
+        if network:
+            more = f" and {len(network) - 1} more" if len(network) > 1 else ""
+            yield f"{name}/{where}: reaches the network when opened: loads {network[0]}{more}"
 
 
 _READER: dict[str, Any] = {}  # the browse folder and its files, in a process that reads pages
@@ -321,11 +392,14 @@ def _held_elsewhere(link: str, elsewhere: frozenset[str] | set[str]) -> bool:
         return False
 
 
-def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
-    """The broken links of the browse copies of ``batch``, one line each, and how many links."""
+def _broken_links(batch: list[Stored]) -> tuple[list[str], int, list[tuple[str, list[str]]]]:
+    """The broken links of the browse copies of ``batch``, one line each, how many links, and
+    what each page that loads something from the network loads (its ``browse/`` path, the
+    URLs)."""
     browse: Path = _READER["browse"]
     files: set[str] = _READER["files"]
     problems = []
+    network: list[tuple[str, list[str]]] = []
     count = 0
     for doc in batch:
         where = browse_name(doc.path, doc.kind)
@@ -348,11 +422,8 @@ def _broken_links(batch: list[Stored]) -> tuple[list[str], int]:
             link for link in network_loads(text, doc.kind) if not _held_elsewhere(link, elsewhere)
         ]
         if loads:
-            more = f" and {len(loads) - 1} more" if len(loads) > 1 else ""
-            problems.append(
-                f"{browse.name}/{where}: reaches the network when opened: loads {loads[0]}{more}"
-            )
-    return problems, count
+            network.append((where, loads))
+    return problems, count, network
 
 
 def check_warc(folder: Path, tally: Tally) -> Iterator[str]:

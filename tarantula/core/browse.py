@@ -25,7 +25,7 @@ percent-encoded (a query's ``?`` is ``%3F``, a ``%`` in a name is ``%25``):
 >>> sorted(links.local), sorted(links.absolute)
 (['http://ex.com/a.html'], ['http://ex.com/b.png'])
 
-The second part, :class:`~tarantula.store.sqlite.browse.BrowseMirror`, keeps ``browse/`` in line
+The second part, :class:`~tarantula.store.folder.BrowseMirror`, keeps ``browse/`` in line
 with the crawl's store as the crawl goes (see its docstring). :func:`page_links` and
 :func:`link_target` serve ``scrapy verify``, which checks that every relative link of ``browse/``
 resolves.
@@ -320,6 +320,12 @@ def map_srcset(value: str, convert: Convert) -> str:
 
     >>> map_srcset("a.png 1x,b,c.png 2x, d.png", str.upper)
     'A.PNG 1x,B,C.PNG 2x, D.PNG'
+
+    A new URL that starts or ends with a comma has it percent-encoded: in a ``srcset`` it would be
+    read as a separator.
+
+    >>> map_srcset("x 2x", lambda url: ",a,")
+    '%2Ca%2C 2x'
     """
     edits: list[tuple[int, int, str]] = []
     pos = 0
@@ -333,6 +339,10 @@ def map_srcset(value: str, convert: Convert) -> str:
         else:
             pos = _SRCSET_DESCRIPTORS.match(value, end).end()  # type: ignore[union-attr]
         if url and (new := convert(url)) is not None:
+            if new[:1] == ",":
+                new = "%2C" + new[1:]
+            if new[-1:] == ",":
+                new = new[:-1] + "%2C"
             edits.append((start, end, new))
     return apply_edits(value, edits)
 

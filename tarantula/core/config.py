@@ -104,6 +104,8 @@ class CrawlConfig:
     warc: bool = False  # SPEC 11: every HTTP exchange in <repository>/warc/
     browsable: bool = False  # SPEC 11: <repository>/browse/, links made relative
     wacz: bool = False  # SPEC 11: the WARC files packed as <repository>/<name>.wacz every run
+    wacz_title: str = ""  # its title in datapackage.json ("": the seeds' host names)
+    wacz_description: str = ""  # its description ("": the dates its captures span)
     # SPEC 6, 11: what a stored page needs to render, fetched and kept (None: yes when browsable
     # or warc is), at most max_requisites of them in the whole crawl (0: no bound)
     page_requisites: bool | None = None

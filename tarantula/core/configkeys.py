@@ -208,6 +208,8 @@ KEYS = {
         Key("warc", _O, _boolean),
         Key("browsable", _O, _boolean),
         Key("wacz", _O, _boolean),
+        Key("wacz-title", _O, _text),
+        Key("wacz-description", _O, _text),
         Key("page-requisites", _O, _boolean),
         Key("max-requisites", _O, _integer(0)),
         Key("report", _O, _boolean),

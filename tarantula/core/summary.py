@@ -43,10 +43,10 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str,
     count.
 
     >>> print(summary_text({"finish_reason": "shutdown"}, [], "i.txt").partition(chr(10))[0])
-    Crawl stopped (shutdown): run the same command again to resume it, in 0.0 s
+    Crawl stopped (shutdown) after 0.0 s. Run the same command again to resume it.
     >>> print(summary_text({"tarantula/failures/dns": 2, "tarantula/run/unreachable": 1,
     ...     "finish_reason": "finished"}, [], "i.txt", [("http://a/", "dns"), ("http://b/", "dns")]))
-    Crawl ended, its seeds unreachable (not complete: run it again to retry them) in 0.0 s
+    Crawl ended after 0.0 s, its seeds unreachable (not complete: run it again to retry them)
       documents stored     0  (index: i.txt)
       responses fetched    0
       duplicates           0
@@ -62,16 +62,19 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str,
     robots = int(stats.get("tarantula/robots/responses", 0))
     responses = int(stats.get("response_received_count", 0)) - robots
     reason = stats.get("finish_reason", "unknown")
-    ended = f"finished ({reason})"
-    if reason in STOPPED:
-        ended = f"stopped ({reason}): run the same command again to resume it,"
+    took = f"{float(stats.get('elapsed_time_seconds', 0)):.1f} s"
+    first = f"{RUN_KINDS[kind]} finished ({reason}) in {took}"
+    if reason in STOPPED:  # two facts: how long it ran, and how to go on
+        first = (f"{RUN_KINDS[kind]} stopped ({reason}) after {took}. "
+                 "Run the same command again to resume it.")  # fmt: skip
     if stats.get("tarantula/run/unreachable"):
-        ended = "ended, its seeds unreachable (not complete: run it again to retry them)"
+        first = (f"{RUN_KINDS[kind]} ended after {took}, its seeds unreachable "
+                 "(not complete: run it again to retry them)")  # fmt: skip
     named = [f"      {kind:<16} {url}" for url, kind in first_failures]
     if first_failures and failures > len(first_failures):
         named.append(f"      ... {failures - len(first_failures)} more in report.html")
     lines = [
-        f"{RUN_KINDS[kind]} {ended} in {float(stats.get('elapsed_time_seconds', 0)):.1f} s",
+        first,
         f"  documents stored {stats.get('tarantula/documents/stored', 0):>5}  (index: {index})",
         f"  responses fetched {responses:>4}" + (f"  (+ {robots} robots.txt)" if robots else ""),
         f"  duplicates {stats.get('tarantula/documents/duplicate', 0):>11}",

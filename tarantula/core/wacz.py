@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from tarantula import __version__
 from tarantula.core.index import parse_index
@@ -130,10 +131,29 @@ def page_lines(pages: Iterable[Page], index: Sequence[str]) -> list[str]:
     return lines
 
 
+def captured(index: Sequence[str]) -> str:
+    """What dates the captures of a CDXJ ``index`` span, for a description.
+
+    >>> captured(["com,a)/ 20261205101500 {}", "com,a)/x 20261206090000 {}"])
+    'captured from 2026-12-05 10:15 to 2026-12-06 09:00 UTC'
+    >>> captured(["com,a)/ 20261205101500 {}"])
+    'captured on 2026-12-05 10:15 UTC'
+    """
+    stamps = sorted(line.split(" ", 2)[1] for line in index)
+
+    def when(stamp: str) -> str:
+        return f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]} {stamp[8:10]}:{stamp[10:12]}"
+
+    if when(stamps[0]) == when(stamps[-1]):
+        return f"captured on {when(stamps[0])} UTC"
+    return f"captured from {when(stamps[0])} to {when(stamps[-1])} UTC"
+
+
 def pack_wacz(target: Path, warcs: Sequence[Path], pages: Iterable[Page], *, title: str,
-              software: str) -> int:  # fmt: skip
+              software: str, description: str | None = None) -> int:  # fmt: skip
     """Write the WACZ of ``warcs`` (each up to its last whole record) with the pages ``pages`` to
-    ``target``, replacing it whole; the number of captures indexed."""
+    ``target``, replacing it whole; the number of captures indexed. ``title`` and ``description``
+    name it in ``datapackage.json`` (``description`` None: what its captures span)."""
     partial = target.with_name(target.name + ".partial")
     digests: list[dict[str, Any]] = []
     index: list[str] = []
@@ -161,9 +181,13 @@ def pack_wacz(target: Path, warcs: Sequence[Path], pages: Iterable[Page], *, tit
             package.writestr(_deflated(arcname), data)
             digests.append(_resource(arcname, hashlib.sha256(data), len(data)))
         now = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ}"
+        if description is None:
+            description = (f"Web pages {captured(index)}, in {len(index):,} captures" if index
+                           else "No captures yet")  # fmt: skip
         datapackage = json.dumps({
-            "profile": "data-package", "resources": digests, "title": title, "created": now,
-            "modified": now, "wacz_version": WACZ_VERSION, "software": software,
+            "profile": "data-package", "resources": digests, "title": title,
+            "description": description, "created": now, "modified": now,
+            "wacz_version": WACZ_VERSION, "software": software,
         }, indent=2).encode("utf-8")  # fmt: skip
         package.writestr(_deflated("datapackage.json"), datapackage)
         signed = {"path": "datapackage.json",
@@ -191,8 +215,20 @@ def write_wacz(config: CrawlConfig, root: Path,
     target = root / f"{config.path.stem}.wacz"
     pages = [] if isinstance(documents, str) else html_pages(documents)
     pack_wacz(target, warc_files(root / WARC_FOLDER), pages,
-              title=config.path.stem, software=f"Tarantula {__version__}")  # fmt: skip
+              title=config.wacz_title or default_title(config.starting_points),
+              description=config.wacz_description or None,
+              software=f"Tarantula {__version__}")  # fmt: skip
     return target
+
+
+def default_title(seeds: Sequence[str]) -> str:
+    """A WACZ's title when the configuration gives none: its seeds' host names.
+
+    >>> default_title(["http://www.a.test/", "https://docs.a.test/x", "http://www.a.test/y"])
+    'www.a.test, docs.a.test'
+    """
+    hosts = dict.fromkeys(urlsplit(seed).hostname or seed for seed in seeds)
+    return ", ".join(hosts)
 
 
 def _resource(path: str, digest: Any, size: int) -> dict[str, Any]:

@@ -11,7 +11,7 @@ standard output, as the summary is: with a log file, and at log-level 0, too.
 
 **The status line**, when standard output is a terminal (and ``TERM`` is not ``dumb``)::
 
-    documents 1,234/5,000 eta 0:05:12 | 12.3 pages/s | frontier 8,901 | hosts 3 | failures 2 | 0:12:34
+    documents 1,234/5,000 eta 5m12s | 12.3 pages/s | frontier 8,901 | hosts 3 | failures 2 | 0:12:34
 
 documents in the repository / ``max-page-number`` with the time left at the pace of the last ten
 seconds (when the limit bounds the crawl), responses per second over the last ten seconds, URLs
@@ -79,7 +79,7 @@ class Progress:
     hosts: int  # active
     failures: int  # this run's
     elapsed: float  # seconds of this run
-    eta: float | None = None  # seconds until max-page-number at the recent pace; None: unknown
+    eta: float | None = None  # seconds until the crawl's end, as far as known (see eta_of)
     checked: tuple[int, int] | None = None  # a recrawl: documents checked again, of how many
 
 
@@ -91,16 +91,49 @@ def status_text(p: Progress) -> str:
     >>> status_text(Progress(7, 0, 0.0, 0, 0, 0, 3723))
     'documents 7 | 0.0 pages/s | frontier 0 | hosts 0 | failures 0 | 1:02:03'
     >>> status_text(Progress(100, 400, 5.0, 9, 1, 0, 20, eta=60.4, checked=(30, 90)))
-    'checked 30/90 | documents 100/400 eta 0:01:00 | 5.0 pages/s | frontier 9 | hosts 1 | failures 0 | 0:00:20'
+    'checked 30/90 | documents 100/400 eta 1m00s | 5.0 pages/s | frontier 9 | hosts 1 | failures 0 | 0:00:20'
     """
     documents = f"{p.documents:,}/{p.limit:,}" if p.limit > 0 else f"{p.documents:,}"
     if p.eta is not None:
-        documents += f" eta {hms(p.eta)}"
+        documents += f" eta {brief(p.eta)}"
     checked = f"checked {p.checked[0]:,}/{p.checked[1]:,} | " if p.checked else ""
     return (
         f"{checked}documents {documents} | {p.rate:.1f} pages/s | frontier {p.frontier:,} | "
         f"hosts {p.hosts:,} | failures {p.failures:,} | {hms(p.elapsed)}"
     )
+
+
+def eta_of(to_fetch: int, fetch_rate: float, to_store: int | None, store_rate: float,
+           ) -> float | None:  # fmt: skip
+    """Seconds until the end of the crawl as the frontier knows it (SPEC 12): the URLs queued
+    and in flight (``to_fetch``) at the recent pace of answers, or, under ``max-page-number``,
+    the documents still to store (``to_store``) at the recent pace of storing, whichever comes
+    first; None while there is no pace to go by. The frontier grows as pages are read: the ETA
+    is what is known now, not a promise.
+
+    >>> eta_of(600, 10.0, None, 0.0), eta_of(600, 10.0, 100, 5.0), eta_of(600, 10.0, 900, 5.0)
+    (60.0, 20.0, 60.0)
+    >>> eta_of(600, 0.0, None, 0.0) is None, eta_of(0, 10.0, 100, 5.0)
+    (True, 0.0)
+    """
+    estimates = [to_fetch / fetch_rate] if fetch_rate > 0 else []
+    if to_store is not None and store_rate > 0:
+        estimates.append(to_store / store_rate)
+    return min(estimates) if estimates else None
+
+
+def brief(seconds: float) -> str:
+    """A duration in a few characters, for the ETA: the status line must fit a terminal.
+
+    >>> brief(14.6), brief(312), brief(3723), brief(200000)
+    ('14s', '5m12s', '1h02m', '55h33m')
+    """
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 def hms(seconds: float) -> str:
@@ -371,15 +404,18 @@ class CrawlStatus:
         checked = sum(
             int(stats.get(f"tarantula/recrawl/{k}", 0)) for k in ("unchanged", "changed", "removed")
         )
+        rate = self._rate.add(now, fetched)
+        queued = self._frontier(now)
+        to_store = max(limit - documents, 0) if limit else None
         return Progress(
             documents=documents,
             limit=limit,
-            rate=self._rate.add(now, fetched),
-            frontier=self._frontier(now),
+            rate=rate,
+            frontier=queued,
             hosts=active,
             failures=failures,
             elapsed=now - self._started,
-            eta=(limit - documents) / stored if limit > documents and stored > 0 else None,
+            eta=eta_of(queued + self.context.leases.out(), rate, to_store, stored),
             checked=(min(checked, self._to_check), self._to_check) if self._to_check else None,
         )
 

@@ -49,6 +49,19 @@ def write_stats(path: Path, stats: dict[str, Any]) -> None:
 FIRST_FAILURES = 5
 
 
+def shown_path(path: Path) -> str:
+    """``path`` as the user reads it best: relative to the current folder when it is inside it.
+
+    >>> import os
+    >>> shown_path(Path(os.getcwd()) / "repo" / "index.txt"), shown_path(Path("/elsewhere/index.txt"))
+    ('repo/index.txt', '/elsewhere/index.txt')
+    """
+    try:
+        return str(path.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 class _ErrorCollector(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -100,7 +113,7 @@ class CrawlSummary:
             repository: Repository | None = context_of(self.crawler).repository
         except NotConfigured:
             repository = None
-        index = str(repository.index) if repository is not None else "-"
+        index = shown_path(repository.index) if repository is not None else "-"
         named = self.collector.failures if self.crawler.settings["LOG_LEVEL"] != "WARNING" else []
         self.text = summary_text(stats, self.errors, index, named)
         if repository is not None and repository.state_path.parent.is_dir():

@@ -13,7 +13,7 @@ the crawl state that records them is committed.
 
 In a crawl shared through Redis, ``browse/`` of the worker's folder is brought in line with the
 folder's documents in passes, spaced the same way, and once more as the worker ends
-(:mod:`tarantula.store.browse`): the last worker out leaves it whole.
+(:class:`tarantula.store.folder.FolderBrowse`): the last worker out leaves it whole.
 
 Off unless ``browsable`` is yes, and for a crawl whose state is kept in memory (``scrapy check``).
 
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-    from tarantula.store.browse import FolderBrowse
-    from tarantula.store.sqlite.browse import BrowseMirror
+    from tarantula.store import BrowseCopy
+
 
 #: Seconds between two updates of the pages whose link targets arrived meanwhile: a hub page
 #: is written again at most this often, not once per target.
@@ -55,7 +55,7 @@ class BrowsePipeline:
         self.context = context
         self.interval = interval
         self.share = UPDATE_SHARE
-        self.mirror: BrowseMirror | FolderBrowse | None = None
+        self.mirror: BrowseCopy | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BrowsePipeline:

@@ -1,5 +1,5 @@
 """The crawl store's contract (see :mod:`tarantula.store`): what every backend keeps and every
-caller holds it by. Imports no backend."""
+caller holds it by; a backend is a :class:`Backend`. Imports no backend."""
 
 from __future__ import annotations
 
@@ -9,11 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from tarantula.core.config import CrawlConfig
     from tarantula.core.documents import StoredDocument
+    from tarantula.core.facts import Met
     from tarantula.core.frontier import Entry, Gate
+    from tarantula.core.politeness import Politeness
+    from tarantula.core.reader import HtmlReading
+    from tarantula.core.report import StateFigures
     from tarantula.core.requisites import Requisite
     from tarantula.core.state import Run
-    from tarantula.store.sqlite.database import StateDB
 
 
 class StoreUnavailable(Exception):
@@ -199,11 +205,6 @@ class CrawlStore(Protocol):
         """This process's name among the workers of a crawl shared by several ("" in one)."""
 
     @property
-    def local(self) -> StateDB | None:
-        """The repository folder's own database, where outputs keep their bookkeeping (the
-        browsable copy's), None where the store keeps none."""
-
-    @property
     def generation(self) -> int:
         """The crawl's number: 1 for the first crawl, one more for each recrawl."""
 
@@ -230,6 +231,82 @@ class CrawlStore(Protocol):
 
     def close(self) -> None:
         """Release the store's connections and files."""
+
+
+class BrowseCopy(Protocol):
+    """What keeps a repository folder's ``browse/`` (SPEC 11) in line with its documents, as the
+    browse pipeline drives it: :class:`tarantula.store.folder.BrowseMirror` told each document, or
+    :class:`tarantula.store.folder.FolderBrowse` in passes."""
+
+    def open(self) -> None:
+        """A run begins: bring ``browse/`` in line with the state (what a killed run left)."""
+
+    def stored(self, url: str, path: str, md5: str, doc_type: str | None, encoding: str | None,
+               body: bytes, page: HtmlReading | None = None) -> None:  # fmt: skip
+        """A document (or page requisite) is stored at mirror ``path``; ``page`` is an HTML
+        page's reading."""
+
+    def update_if_due(self) -> None:
+        """The crawl's periodic chance to bring the copies up to date."""
+
+    def close(self) -> None:
+        """A run ends: every copy in line with the state."""
+
+
+class Backend(Protocol):
+    """One way of keeping a crawl of ``config`` (one process's SQLite database, or Redis for the
+    workers of a shared crawl): it opens the crawl's store for a process and answers the
+    read-only questions of the tools (``verify``, ``explain``, ``merge``, the report). A new
+    backend is one class with these members, picked by :func:`tarantula.store.backend`, that
+    passes the contract's tests (``tests/contract/``)."""
+
+    config: CrawlConfig
+
+    def open(self, root: Path, *, worker: str | None = None,
+             in_memory: bool = False) -> tuple[CrawlStore, Politeness]:  # fmt: skip
+        """The crawl's store for this process, with repository folder ``root`` (this process
+        being ``worker`` of a shared crawl; ``in_memory``: nothing kept, ``scrapy check``), and
+        the politeness that goes with it."""
+
+    def check(self) -> None:
+        """Raise :class:`StoreUnavailable`, saying why, when the store cannot be reached (a
+        server that does not answer): before a crawl starts, so that it fails at once."""
+
+    def open_browse(self, store: CrawlStore | None, root: Path, normalize: Callable[[str], str],
+                    *, interval: float = 10.0, share: float = 0.2, slice_time: float = 0.05,
+                    count: Callable[[str, int], None] | None = None) -> BrowseCopy:  # fmt: skip
+        """What keeps ``browse/`` of folder ``root`` in line, for the crawl's ``store`` (None:
+        a tool's, outside a crawl); ``normalize`` is the crawl's URL normalization; ``interval``,
+        ``share`` and ``slice_time`` space its updates; ``count(event, n)`` counts what they do."""
+
+    def folder_documents(self, root: Path) -> list[StoredDocument] | str:
+        """The documents whose copies are in repository folder ``root``, in the order of their
+        paths, read without changing anything; their ``record`` is the record line alone. A
+        string says why there is nothing to read (no crawl there)."""
+
+    def folder_duplicates(self, root: Path) -> list[tuple[str, str]]:
+        """The URLs kept as exact duplicates in folder ``root``, each with its stored twin."""
+
+    def folder_requisites(self, root: Path, *, others: bool = False) -> list[Requisite]:
+        """The page requisites with copies in folder ``root`` (with ``others``: in the crawl's
+        other folders, which ``scrapy merge`` brings together), by path."""
+
+    def url_facts(self, url: str) -> Met | str:
+        """What the crawl met for the normalized ``url`` (stored as, duplicate of, failed with,
+        when, linked from); a string says why it cannot tell (no crawl yet)."""
+
+    def url_requisite(self, url: str) -> Requisite | None:
+        """The page requisite of the normalized ``url`` the crawl wanted, None when none."""
+
+    def state_figures(self) -> StateFigures:
+        """The crawl report's figures, read without changing anything."""
+
+    def last_run(self) -> Run | None:
+        """The latest run of the crawl, read without changing anything (None: none yet)."""
+
+    def merge_folders(self, folders: list[Path], merged: Merged) -> Iterator[str]:
+        """Merge the repository folders ``folders`` of a crawl whose workers had folders of
+        their own into its repository; one line per record not merged."""
 
 
 @dataclass

@@ -21,8 +21,8 @@ from tarantula.pipelines.browse import BrowsePipeline
 from tarantula.pipelines.index import IndexPipeline
 from tarantula.pipelines.mirror import MirrorPipeline
 from tarantula.store import StoreUnavailable
-from tarantula.store.browse import FolderBrowse
-from tarantula.store.sqlite import browse as browse_module
+from tarantula.store.folder import FolderBrowse
+from tarantula.store.folder import browse as browse_module
 from tests.helpers.components import (
     PROJECT_SETTINGS,
     Crawl,

@@ -82,8 +82,10 @@ def test_the_figures_come_from_the_state_the_stats_and_politeness(crawl: Crawl):
     assert progress.hosts == 2  # a.test and c.test
     assert progress.rate == 4.0  # 20 responses in 5 s (robots.txt answers not counted)
     assert progress.elapsed == 15.0
+    # 3 URLs queued at 4 a second: the crawl as known ends within a second
+    assert progress.eta == pytest.approx(3 / 4.0)
     assert status.status_text(progress) == (
-        "documents 1/50 | 4.0 pages/s | frontier 3 | hosts 2 | failures 3 | 0:00:15"
+        "documents 1/50 eta 0s | 4.0 pages/s | frontier 3 | hosts 2 | failures 3 | 0:00:15"
     )
 
 
@@ -97,7 +99,22 @@ def test_the_eta_follows_the_pace_of_stored_documents_towards_the_limit(crawl: C
     stats.set_value("tarantula/documents/stored", 10)
     progress = extension.progress(now=5.0)
     assert progress.documents == 10 and progress.eta == pytest.approx(40 / 2)  # 2 a second
-    assert "documents 10/50 eta 0:00:20 |" in status.status_text(progress)
+    assert "documents 10/50 eta 20s |" in status.status_text(progress)
+
+
+def test_the_eta_counts_to_the_end_of_the_frontier_when_it_comes_before_the_limit(crawl: Crawl):
+    # The crawl that took 9 minutes was shown 23 minutes to go: the limit was far, the frontier
+    # near. The ETA is the sooner of the two.
+    context, stats = crawl.context, crawl.crawler.stats
+    extension = CrawlStatus(crawl.crawler, context, terminal=None, clock=lambda: 0.0)
+    for i in range(6):
+        context.frontier.push(f"http://a.test/{i}", f"http://a.test/{i}", 1)
+    extension.progress(now=0.0)
+    stats.set_value("response_received_count", 10)
+    stats.set_value("tarantula/documents/stored", 1)
+    progress = extension.progress(now=5.0)
+    assert progress.limit == 50 and progress.frontier == 6
+    assert progress.eta == pytest.approx(6 / 2.0)  # 6 URLs at 2 answers a second, not 49 at 0.2
 
 
 def test_a_recrawl_counts_the_documents_it_checked_again(crawls: Crawls):

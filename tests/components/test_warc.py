@@ -461,3 +461,23 @@ def test_the_run_log_says_whether_the_previous_run_was_interrupted(crawls):
     state.end("finished")
     again = crawls(warc=True)
     assert not build_from_crawler(WarcMiddleware, again.crawler).check_previous
+
+
+def test_the_wacz_is_named_as_configured_else_by_its_seeds_hosts(tmp_path: Path):
+    import json
+    import zipfile
+
+    from tarantula.core.config import CrawlConfig
+    from tarantula.core.wacz import write_wacz
+
+    seeds = ("http://www.a.test/", "https://docs.a.test/x")
+    named = CrawlConfig(path=tmp_path / "c.conf", starting_points=seeds, wacz_title="Term pages",
+                        wacz_description="As they stood in December")  # fmt: skip
+    for config, title, description in (
+        (named, "Term pages", "As they stood in December"),
+        (CrawlConfig(path=tmp_path / "c.conf", starting_points=seeds),
+         "www.a.test, docs.a.test", "No captures yet"),
+    ):  # fmt: skip
+        package = write_wacz(config, tmp_path, [])
+        data = json.loads(zipfile.ZipFile(package).read("datapackage.json"))
+        assert (data["title"], data["description"]) == (title, description)

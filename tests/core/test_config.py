@@ -796,6 +796,12 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "browsable": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     # Off: on, it needs warc on too (test_wacz_needs_warc).
     "wacz": st.sampled_from(sorted(w for w in BOOLEAN_WORDS.items() if not w[1])),
+    "wacz-title": st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 .,-]{0,30}", fullmatch=True).map(
+        lambda t: (f'"{t}"', t)
+    ),
+    "wacz-description": st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 .,-]{0,60}", fullmatch=True).map(
+        lambda t: (f'"{t}"', t)
+    ),
     "report": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "page-requisites": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "max-requisites": st.integers(0, 10**9).map(lambda n: (str(n), n)),

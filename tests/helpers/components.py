@@ -20,6 +20,7 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.urls import url_md5
 from tarantula.items import Document
 from tarantula.spiders.tarantula import TarantulaSpider
+from tarantula.store.sqlite import SqliteStore
 
 #: The values of the project's settings module, as ``scrapy crawl`` would load them.
 PROJECT_SETTINGS = {
@@ -58,9 +59,9 @@ class Crawl:
     def state(self, url: str) -> int | None:
         """The frontier state of ``url`` on either store (0 queued, 1 leased, 2 done; None: never
         seen)."""
-        local = self.context.store.local
-        if local is not None:
-            row = local.execute("SELECT state FROM urls WHERE url = ?", (url,)).fetchone()
+        store = self.context.store
+        if isinstance(store, SqliteStore):
+            row = store.db.execute("SELECT state FROM urls WHERE url = ?", (url,)).fetchone()
             return row[0] if row else None
         frontier: Any = self.context.frontier
         frontier.flush()
@@ -72,9 +73,9 @@ class Crawl:
 
     def outcomes(self) -> dict[str, int]:
         """How many URLs are done with each outcome, on either store."""
-        local = self.context.store.local
-        if local is not None:
-            rows = local.execute("SELECT outcome, count(*) FROM urls WHERE state = 2 GROUP BY 1")
+        store = self.context.store
+        if isinstance(store, SqliteStore):
+            rows = store.db.execute("SELECT outcome, count(*) FROM urls WHERE state = 2 GROUP BY 1")
             return dict(rows.fetchall())
         frontier: Any = self.context.frontier
         frontier.flush()

@@ -18,10 +18,15 @@ except ImportError:  # the `redis` extra is not installed
     redis = None  # type: ignore[assignment]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(highest: int = 65535) -> int:
+    """A port free on 127.0.0.1 now, at most ``highest`` (a cluster node's: its bus listens
+    10,000 ports higher, so Redis refuses a port above 55535)."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port <= highest:
+            return port
 
 
 class RedisServer:
@@ -43,7 +48,7 @@ class RedisServer:
         """Start on ``port`` (a free one by default, tried again if another process took it) and
         return once the server answers PING."""
         for _ in range(5):
-            self.port = port or free_port()
+            self.port = port or free_port(55535 if self.cluster else 65535)
             args = [str(REDIS_SERVER), "--port", str(self.port), "--bind", "127.0.0.1",
                     "--dir", str(self.folder), "--logfile", str(self.log), "--save", "",
                     "--daemonize", "no"]  # fmt: skip

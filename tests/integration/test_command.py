@@ -78,6 +78,18 @@ def test_bad_configuration_exits_2_with_file_line_col(web, tmp_path, text, where
     assert web.requests == []  # nothing was fetched
 
 
+def test_unknown_arguments_are_refused_naming_the_known_ones(web, tmp_path):
+    web.page("a.test", "/", "home")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")])
+    result = run_crawl(conf, "-a", "period=0", "-a", "recrawl=soon")
+    assert result.status == 2
+    assert result.process.stderr.splitlines() == [
+        "error: unknown argument -a period (known: -a conf, -a worker, -a recrawl)",
+        "error: -a recrawl must be yes or no, got 'soon'",
+    ]
+    assert web.requests == []  # nothing fetched
+
+
 def test_missing_config_file_and_several_problems(tmp_path):
     result = scrapy("crawl", "tarantula", "-a", f"conf={tmp_path / 'nope.conf'}")
     assert (

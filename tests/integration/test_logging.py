@@ -81,6 +81,25 @@ def test_at_level_2_the_banner_is_logged(web, tmp_path, log_file):
         assert banner_lines(crawl.process.stdout + crawl.process.stderr) == []
 
 
+def test_at_level_2_a_document_is_one_line_never_its_body(web, tmp_path):
+    body = "<title>Page</title>" + "SECRETWORD " * 2000
+    web.page("a.test", "/", body + "".join(f'<a href="/{i}.html">{i}</a>' for i in range(4)))
+    for i in range(4):
+        web.page("a.test", f"/{i}.html", body)
+    crawl = run_crawl(write_conf(tmp_path, [web.url("a.test", "/")], log_level=2))
+    assert crawl.status == 0, crawl.process.stderr
+    assert "SECRETWORD" not in crawl.log
+    crawled = [
+        line for line in crawl.log.splitlines() if "Crawled (200) <GET http://a.test" in line
+    ]
+    assert len(crawled) == 5
+    assert all("(text/html, " in line and " bytes, " in line for line in crawled), crawled
+    pages = [line for line in crawled if ".html>" in line]
+    assert len(pages) == 4
+    assert all(f"{len(body.encode()):,} bytes" in line for line in pages), pages
+    assert len(crawl.log) < 100_000  # five pages of 22 KB each: their lines, not their bodies
+
+
 def test_what_the_command_tells_before_the_crawl_reaches_the_log_file(web, tmp_path):
     web.page("a.test", "/", "home")
     conf = write_conf(tmp_path, [web.url("a.test", "/")], log_level=1, period=1)

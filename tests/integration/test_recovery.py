@@ -102,7 +102,7 @@ def test_ctrl_c_stops_and_the_next_run_resumes(web, tmp_path, presses):
     log = log_file.read_text(encoding="utf-8")
     if presses == 1:  # a graceful stop: in-flight documents are finished, the summary printed
         assert process.returncode == 0
-        assert "Crawl stopped (shutdown): run the same command again to resume it" in output
+        assert "Run the same command again to resume it." in output
     else:
         assert "forcing unclean shutdown" in log
     first = assert_whole(web, tmp_path / "repo", pages=120)
@@ -245,6 +245,22 @@ def test_second_run_before_the_period_does_nothing(web, tmp_path):
     assert "the next recrawl is due at" in again.process.stdout
     assert web.requests == []
     assert len(again.records) == 2
+
+
+def test_recrawl_yes_recrawls_now_whatever_the_period(web, tmp_path):
+    web.page("a.test", "/", '<a href="/x.html">x</a>')
+    web.page("a.test", "/x.html", "x")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], period=72)
+    assert run_crawl(conf).status == 0
+    web.clear()
+    again = run_crawl(conf, "-a", "recrawl=yes")
+    assert again.status == 0, again.process.stdout
+    assert again.stats["tarantula/run/recrawl"] == 1
+    asked = [r for r in web.requests if r.target in ("/", "/x.html")]
+    assert len(asked) == 2 and all("If-Modified-Since" in r.headers for r in asked)
+    web.clear()
+    assert "the next recrawl is due at" in run_crawl(conf, "-a", "recrawl=no").process.stdout
+    assert web.requests == []
 
 
 def test_watch_mode_recrawls_every_period(web, tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -122,6 +123,13 @@ def test_wacz_packs_every_run_s_warc_files_and_replays(tmp_path):
         (web.url("a.test", "/p.html"), "P"),
     }
     assert package_json["wacz_version"] == "1.1.1"
+    # Named by default after the seeds' host, and described by the dates its 8 captures span
+    assert package_json["title"] == "a.test"
+    assert re.fullmatch(
+        r"Web pages captured (on|from) 20\d\d-\d\d-\d\d \d\d:\d\d (to 20\d\d-\d\d-\d\d \d\d:\d\d )?"
+        r"UTC, in 8 captures",
+        package_json["description"],
+    ), package_json["description"]
     assert {r["path"] for r in package_json["resources"]} == {
         *(n for n in names if n.startswith("archive/")),
         "indexes/index.cdx",

@@ -178,7 +178,8 @@ def test_a_resumed_crawls_report_covers_the_whole_crawl(web, tmp_path):
     seed = slow_site(web, delay=0.3)
     conf = write_conf(tmp_path, [seed], log_level=1, time_limit=1)
     first = run_crawl(conf)
-    assert "stopped (closespider_timeout): run the same command again" in first.process.stdout
+    assert "stopped (closespider_timeout) after " in first.process.stdout
+    assert "Run the same command again to resume it." in first.process.stdout
     html = (first.repository / "report.html").read_text(encoding="utf-8")
     assert "unfinished (closespider_timeout)" in html
     assert figure(html, "documents") == str(len(first.records))
@@ -216,7 +217,7 @@ def test_ctrl_c_still_writes_the_report(web, tmp_path):
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
-    assert "Crawl stopped (shutdown): run the same command again to resume it" in output
+    assert "Run the same command again to resume it." in output
     repository = tmp_path / "repo"
     html = (repository / "report.html").read_text(encoding="utf-8")
     assert "unfinished (shutdown)" in html and "Run the same command again" in html

@@ -174,14 +174,17 @@ def test_requisites_keep_to_robots_one_hop_and_their_bound_and_count_for_no_page
     )
     assert f"  requisite   of the page {home}: did not fetch it: filtered" in explained.stdout
     # what was not fetched stays an absolute URL in browse/, and verify names the pages it makes
-    # reach the network when opened (the frame's own image: one hop)
+    # reach the network when opened (the frame's own image: one hop; those past the bound); the
+    # one robots.txt refused is a failed requisite, not a problem
     checked = run_scrapy("verify", str(conf))
     assert checked.returncode == 1
     assert sorted(checked.stdout.splitlines()) == [
         f"browse/cdn.y.test:{port}/frame.html: reaches the network when opened: loads "
         f"http://cdn.y.test:{port}/deeper.png",
+        f"browse/www.x.test:{port}/index.html: failed page requisite "
+        f"http://www.x.test:{port}/private/p.png (filtered)",
         f"browse/www.x.test:{port}/index.html: reaches the network when opened: loads "
-        f"http://www.x.test:{port}/private/p.png and 2 more",
+        f"http://www.x.test:{port}/img/b.png and 1 more",
     ]
 
 

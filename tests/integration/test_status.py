@@ -29,7 +29,7 @@ from tests.helpers.slowsite import PAGES, slow_site
 pytestmark = pytest.mark.e2e
 
 STATUS = re.compile(
-    r"documents (?P<documents>[\d,]+)(/[\d,]+)? \| \d+\.\d pages/s \| frontier [\d,]+ \| "
+    r"documents (?P<documents>[\d,]+)(/[\d,]+)?( eta \d+[hms]\d*[ms]?)? \| \d+\.\d pages/s \| frontier [\d,]+ \| "
     r"hosts [\d,]+ \| failures (?P<failures>[\d,]+) \| (?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d)"
 )
 #: What rich writes to move about the terminal: erase the line, hide or show the cursor, go up.
@@ -189,7 +189,8 @@ def test_the_start_line_says_whether_the_run_is_a_fresh_crawl_a_resume_or_a_recr
     conf = write_conf(tmp_path, [seed], log_level=1, time_limit=1, period=0)
     repository = tmp_path / "repo"
     first = run_crawl(conf)
-    assert "stopped (closespider_timeout): run the same command again" in first.process.stdout
+    assert "stopped (closespider_timeout) after " in first.process.stdout
+    assert "Run the same command again to resume it." in first.process.stdout
     # With a log file the start line is printed on standard output, before the summary.
     assert first.process.stdout.startswith(
         f"Fresh crawl of {seed} (host-scope, bfs) into {repository}\n"

@@ -97,7 +97,8 @@ def test_a_browse_page_that_would_reach_the_network_is_a_problem(web, tmp_path):
              '<img src="/i.png" srcset="/j.png 2x"><a href="/a.html">a</a>'
              '<a href="http://elsewhere.test/">out</a>')  # fmt: skip
     web.page("a.test", "/a.html", '<title>A</title><a href="http://elsewhere.test/">out</a>')
-    conf = conf_with(tmp_path, [web.url("a.test", "/")], {"browsable": True})
+    conf = conf_with(tmp_path, [web.url("a.test", "/")], {"browsable": True,
+                                                           "page_requisites": False})  # fmt: skip
     assert run_crawl(conf).status == 0
     check = scrapy_verify(conf)
     assert check.returncode == 1
@@ -105,6 +106,26 @@ def test_a_browse_page_that_would_reach_the_network_is_a_problem(web, tmp_path):
         f"browse/a.test:{web.port}/index.html: reaches the network when opened: loads {css} "
         "and 2 more\n"
     )
+    assert ": 1 problem (" in check.stderr
+
+
+def test_a_requisite_the_server_refused_is_a_failed_requisite_not_a_problem(web, tmp_path):
+    """SPEC 11: the crawl asked for the style sheet and the images and the server answered 404:
+    the repository is whole, and verify names each with its status (exit 0)."""
+    css = web.url("a.test", "/s.css")
+    web.page("a.test", "/", f'<title>Home</title><link rel="stylesheet" href="{css}">'
+             '<img src="/i.png" srcset="/j.png 2x"><a href="/a.html">a</a>')  # fmt: skip
+    web.page("a.test", "/a.html", "<title>A</title>")
+    conf = conf_with(tmp_path, [web.url("a.test", "/")], {"browsable": True})
+    assert run_crawl(conf).status == 0
+    check = scrapy_verify(conf)
+    assert check.returncode == 0, check.stdout
+    page = f"browse/a.test:{web.port}/index.html"
+    assert sorted(check.stdout.splitlines()) == sorted(
+        f"{page}: failed page requisite {url} (http-404)"
+        for url in (css, web.url("a.test", "/i.png"), web.url("a.test", "/j.png"))
+    )
+    assert ": no problems; 3 failed page requisites, named above (" in check.stderr
 
 
 def test_a_bad_configuration_exits_2(tmp_path):
@@ -133,7 +154,7 @@ def test_a_crawl_with_warc_and_browsable_verifies(web, tmp_path):
     assert list((result.repository / "warc").glob("*.warc.gz")), "no WARC file written"
     check = scrapy_verify(conf)
     assert (check.returncode, check.stdout) == (0, "")
-    assert "WARC files" in check.stderr
+    assert "1 WARC file:" in check.stderr
 
 
 # -- WARC files -----------------------------------------------------------------------------------

@@ -328,7 +328,7 @@ def test_folders_of_their_own_merge_into_what_one_process_builds(web, tmp_path, 
     check = run_scrapy("verify", str(confs[2]))
     assert (check.returncode, check.stdout) == (0, ""), check.stdout
     assert f"{PAGES} documents, {PAGES} files, {PAGES} browse files" in check.stderr
-    assert f"{len(warc)} WARC files" in check.stderr
+    assert f"{len(warc)} WARC file{'s' if len(warc) != 1 else ''}" in check.stderr
     # The merged repository's browse/ and report are the one process's.
     assert browse_files(target) == browse_files(alone.repository)
     report = (target / "report.html").read_text(encoding="utf-8")

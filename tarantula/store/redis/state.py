@@ -50,7 +50,6 @@ class RedisState:
                  **frontier_options: Any) -> None:  # fmt: skip
         self.db = CommitHooks()
         self.root = folder
-        self.local = None  # a worker keeps no database of its own
         self.frontier = open_frontier(
             client, crawl_id, traversal, lease_timeout, delay=delay, concurrency=concurrency,
             worker=worker, **frontier_options,

@@ -44,7 +44,6 @@ class SqliteStore:
         self.root = root
         self.worker = ""
         self.db = StateDB(None if root is None else state_path(root))
-        self.local: StateDB | None = self.db
         self.runs = RunLog(self.db)
         self.frontier = SqliteFrontier(self.db, traversal)
         self.documents = SqliteDocuments(self.db)

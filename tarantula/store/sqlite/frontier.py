@@ -76,6 +76,23 @@ class SqliteFrontier:
 
     # -- frontier ------------------------------------------------------------------------------
 
+    def queued_among(self, hashes: list[int]) -> set[int]:
+        """Of ``hashes`` (URL hashes of entries: :func:`~tarantula.core.frontier.url_hash`), those
+        queued or leased in this generation: URLs the crawl may yet store (the browsable copy
+        writes links to them ahead)."""
+        found: set[int] = set()
+        for chunk in range(0, len(hashes), 500):
+            part = hashes[chunk : chunk + 500]
+            found.update(
+                h
+                for (h,) in self.db.execute(
+                    f"SELECT hash FROM urls WHERE hash IN ({','.join('?' * len(part))})"
+                    " AND state < 2",
+                    part,
+                )
+            )
+        return found
+
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything (see Frontier.seen)."""
         h = url_hash(url)

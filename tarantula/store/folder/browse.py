@@ -1,0 +1,755 @@
+"""Keeping ``<repository>/browse/`` (SPEC 11, ``browsable = yes``) in line with a repository
+folder's documents, whatever keeps the crawl. How a document's copy is converted is
+:mod:`tarantula.core.browse`'s.
+
+:class:`BrowseMirror` keeps ``browse/`` with its bookkeeping in a SQLite database: in one
+process's crawl, the crawl's own database, told of each document as it is stored (and asking the
+crawl's frontier what is queued, to write links ahead); see its docstring.
+
+A folder that several processes write (the shared folder of a crawl shared through Redis, a
+worker's folder of its own, a merged repository) has no single writer to tell it each document,
+so :class:`FolderBrowse` brings ``browse/`` in line with the folder's documents as the store lists
+them, in passes: every ``interval`` seconds at most, spaced so that passes take at most ``share``
+of the time, and once more as the process ends. A pass is :meth:`BrowseMirror.open` (finish what
+a killed pass left, convert the documents new or changed since the last pass, write again the
+pages whose targets arrived or left) with the bookkeeping in the folder's browse database
+(``.tarantula/browse.db``), under an exclusive lock on ``.tarantula/browse.lock``: the workers of
+one folder take turns, and a worker that finds the lock taken during the crawl skips the pass (the
+holder is doing it). Each document's copy links what the folder holds: in a worker's own folder,
+a link to a document another worker stored stays an absolute URL until ``scrapy merge`` brings
+the folders together and makes the merged repository's ``browse/`` whole. The last worker to end
+makes the last pass, after every document is stored, so a finished crawl's ``browse/`` is whole,
+as one process's is.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import os
+import time
+from array import array
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from tarantula.core.browse import (
+    COPY,
+    PageLinks,
+    browse_name,
+    convert_document,
+    kind_of,
+    mirror_names,
+    record_fields,
+)
+from tarantula.core.document import codec_for_label
+from tarantula.core.document import doc_type as doc_type_of
+from tarantula.core.documents import StoredDocument
+from tarantula.core.filters import HTML_EXTENSIONS, extension
+from tarantula.core.folderlock import folder_lock
+from tarantula.core.frontier import HashSet, url_hash
+from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_NAME, BROWSE_STATE_NAME, STATE_FOLDER
+from tarantula.core.mirror import UnsafePath, copy_relpath, store_path, write_atomic
+from tarantula.core.reader import HtmlReading
+from tarantula.core.requisites import Requisite, entry_url
+from tarantula.core.scope import origin
+from tarantula.core.urls import UrlRejected, file_name
+from tarantula.store.contract import StoreUnavailable
+from tarantula.store.folder.database import Database
+
+logger = logging.getLogger(__name__)
+
+# -- keeping browse/ up to date -----------------------------------------------------------------
+
+_SCHEMA = (
+    # One row per document that has a browse copy: what it was made from, and the targets of its
+    # links (url_hash values, sorted int64 arrays) written as relative paths and as absolute URLs.
+    "CREATE TABLE IF NOT EXISTS browse_copies (hash INTEGER PRIMARY KEY, url TEXT NOT NULL,"
+    " path TEXT NOT NULL, md5 TEXT NOT NULL, kind TEXT NOT NULL, codec TEXT,"
+    " local BLOB NOT NULL, absolute BLOB NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS browse_copies_path ON browse_copies (path)",
+    # Which pages wait for which targets: the absolute links, by target.
+    "CREATE TABLE IF NOT EXISTS browse_waiting (target INTEGER NOT NULL, page INTEGER NOT NULL,"
+    " PRIMARY KEY (target, page)) WITHOUT ROWID",
+    # Pages to write again, as a target they link to arrived or left.
+    "CREATE TABLE IF NOT EXISTS browse_dirty (page INTEGER PRIMARY KEY)",
+    # Browse paths whose file is to be written or deleted once the rows that say so are committed.
+    "CREATE TABLE IF NOT EXISTS browse_pending (path TEXT PRIMARY KEY) WITHOUT ROWID",
+    # One process: the targets a page links to as files before they were stored, as they were
+    # queued or leased then (the frontier entries, url_hash of a document's URL or of a
+    # requisite's entry): the page expects each at the path its URL gives it.
+    "CREATE TABLE IF NOT EXISTS browse_expected (page INTEGER NOT NULL, entry INTEGER NOT NULL,"
+    " PRIMARY KEY (page, entry)) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS browse_expected_entry ON browse_expected (entry)",
+)
+_TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending", "browse_expected")
+
+#: Marked pages checked at one update, at most, for targets still expected.
+_CHECKED = 512
+
+#: Converted pages held in memory, waiting for the commit after which they are written, before
+#: a long piece of work (a bulk conversion) commits early.
+_QUEUE_LIMIT = 32 * 1024 * 1024
+
+
+class FolderDocuments(Protocol):
+    """The documents whose copies are in the folder, as :class:`BrowseMirror` reads them."""
+
+    def listing(self) -> Iterable[tuple[str, str, str]]:
+        """Every document's URL, mirror path and MD5."""
+
+    def path(self, url: str) -> str | None:
+        """The mirror path of the document of (normalized) ``url``, None if none is stored."""
+
+    def paths(self, urls: list[str]) -> dict[str, str]:
+        """:meth:`path` of each of ``urls`` that has one, looked up together."""
+
+    def fields(self, url: str) -> tuple[str | None, str | None] | None:
+        """The encoding label and short type of the document (or page requisite) of ``url``,
+        None if none is stored."""
+
+    def original(self, url: str) -> str | None:
+        """The stored twin of ``url`` when the crawl keeps it as an exact duplicate, else None."""
+
+    def duplicates(self) -> Iterable[str]:
+        """Every URL kept as an exact duplicate."""
+
+
+class DocumentList:
+    """Documents read once, from any store (:func:`tarantula.store.folder_documents`), with the
+    duplicates and their twins (:func:`tarantula.store.folder_duplicates`) and the page
+    requisites fetched (:func:`tarantula.store.folder_requisites`)."""
+
+    def __init__(self, documents: Sequence[StoredDocument],
+                 duplicates: Iterable[tuple[str, str]] = (),
+                 requisites: Iterable[Requisite] = ()) -> None:  # fmt: skip
+        self.by_url = {doc.url: doc for doc in documents}
+        self.requisites = {
+            req.url: req for req in requisites if req.path and req.url not in self.by_url
+        }
+        self.twins: dict[str, str] = {}
+        for url, original in duplicates:  # latest first: the first twin named is the one kept
+            self.twins.setdefault(url, original)
+
+    def listing(self) -> Iterable[tuple[str, str, str]]:
+        docs = [(doc.url, doc.path, doc.md5) for doc in self.by_url.values()]
+        return docs + [(r.url, r.path or "", r.md5 or "") for r in self.requisites.values()]
+
+    def path(self, url: str) -> str | None:
+        doc = self.by_url.get(url)
+        if doc is not None:
+            return doc.path
+        requisite = self.requisites.get(url)
+        return requisite.path if requisite else None
+
+    def paths(self, urls: list[str]) -> dict[str, str]:
+        return {url: path for url in urls if (path := self.path(url)) is not None}
+
+    def fields(self, url: str) -> tuple[str | None, str | None] | None:
+        doc = self.by_url.get(url)
+        if doc is not None:
+            return record_fields(doc.record)
+        requisite = self.requisites.get(url)
+        return None if requisite is None else (requisite.encoding, requisite.type)
+
+    def original(self, url: str) -> str | None:
+        return self.twins.get(url)
+
+    def duplicates(self) -> Iterable[str]:
+        return list(self.twins)
+
+
+def _hashes(urls: Iterable[str]) -> bytes:
+    return array("q", sorted({url_hash(u) for u in urls})).tobytes()
+
+
+def _unpack(blob: bytes) -> array[int]:
+    values = array("q")
+    values.frombytes(blob)
+    return values
+
+
+def _browse_path(documents: FolderDocuments, url: str, path: str) -> str:
+    """Where the copy of the document of ``url``, at mirror ``path``, is in ``browse/``."""
+    if "?" not in path.rpartition("/")[2]:  # see browse_name
+        return path
+    fields = documents.fields(url)
+    return browse_name(path, kind_of(fields[1] if fields else None))
+
+
+def may_be_html_name(ext: str) -> bool:
+    return not ext or ext.lower() in HTML_EXTENSIONS
+
+
+@functools.lru_cache(maxsize=16384)
+def expected_name(url: str) -> str | None:
+    """Where in ``browse/`` the copy of the document of (normalized) ``url`` will be, when it is
+    of the type its URL says (HTML for a name without an extension, as most are): a link
+    written ahead of its storing leads there. None for a URL that cannot be mapped. Remembered
+    for the last URLs: a page's targets are the next pages' too.
+
+    >>> expected_name("http://h.test/a/"), expected_name("http://h.test/about"), expected_name("http://h.test/r.pdf")
+    ('h.test/a/index.html', 'h.test/about.html', 'h.test/r.pdf')
+    >>> expected_name("http://h.test/list.php?p=2"), expected_name("http://h.test/s.css?v=1")
+    ('h.test/list.php?p=2.html', 'h.test/s.css?v=1.css')
+    """
+    ext = extension(file_name(origin(url).path))
+    doc_type = "html" if may_be_html_name(ext) else doc_type_of(None, ext)
+    try:
+        path = copy_relpath(url, doc_type).as_posix()
+    except UnsafePath:
+        return None
+    return browse_name(path, kind_of(doc_type))
+
+
+class BrowseMirror:
+    """Keeps ``<repository>/browse/`` in line with the crawl state, as the crawl goes.
+
+    :meth:`stored` converts each stored document at once, from the reading made when the page
+    was fetched: a link to a document stored by then becomes a relative path, and with
+    a ``frontier`` to ask (a crawl in one process) so does a link to a URL the crawl
+    has queued or leased, to the file its URL gives it (as HTTrack writes links ahead); a link to
+    anything else becomes an absolute URL. The page remembers the targets it expects that way
+    (``browse_expected``), and those it links to as URLs (``browse_waiting``). When an expected
+    target is stored where expected, nothing more is done; when it is stored elsewhere (another
+    type than its URL said) or its URL is done without a document (a 404, a duplicate, a
+    redirect), and when a target linked as a URL is stored after all, the page is marked
+    (``browse_dirty``) and written again once, when it expects nothing more (:meth:`update`),
+    or at :meth:`close` at the latest, where any link still expected becomes a URL again. So a
+    page is converted once in most cases, and at most twice a run (a third time only for a
+    target known, not stored, and fetched later as another page's requisite). Without
+    one (a folder's passes), a marked page is written again at the next :meth:`update`.
+    Updates come at most every ``interval`` seconds and take at most ``share`` of the time; each
+    converts for ``slice_time`` seconds at most, so the crawl's requests never wait long behind
+    them.
+    :meth:`reconcile`, run when a run opens and closes, compares the copies with the documents
+    of the state: a document removed (a recrawl's 404, a redirect) loses its copy and the pages
+    linking to it link to its URL instead; a document with no copy (a crash, ``browsable``
+    turned on later) gets one.
+
+    The rows that say what ``browse/`` holds are written in the crawl's transaction, and the
+    files only after that transaction is committed (``browse_pending`` lists them until they are
+    written): after a kill, the next run writes what the state says and nothing more.
+
+    ``documents`` are the folder's documents (those of the crawl's database ``db`` in one process);
+    ``normalize`` is the crawl's URL normalization (a link's key); ``count(event, n)`` is told
+    ``converted``, ``copied``, ``updated``, ``removed`` and ``failed``.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        repository: Path,
+        normalize: Callable[[str], str],
+        *,
+        documents: FolderDocuments,
+        interval: float = 10.0,
+        share: float = 0.2,
+        slice_time: float = 0.05,
+        frontier: Callable[[list[int]], set[int]] | None = None,
+        count: Callable[[str, int], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.db = db
+        self.documents = documents
+        self.repository = Path(repository)
+        self.root = self.repository / BROWSE_NAME
+        self.normalize = normalize
+        self.interval = interval
+        self.share = share
+        self.slice_time = slice_time
+        self.frontier = frontier
+        self.count = count or (lambda event, n: None)
+        self.clock = clock
+        self._dirty: set[int] = set()  # pages to write again: a target arrived or left
+        # URL hashes of the folder's documents and requisites (a filter: a link whose target's
+        # hash is not in it is not stored, and costs no look-up), filled by open().
+        self._known = HashSet()
+        self._twins = HashSet()  # URL hashes of the URLs kept as exact duplicates
+        self._checked = 0  # the page an update checked last (with a frontier), to go round them
+        self._expecting = frontier is not None  # links to queued URLs are written as files
+        self._next_scan = clock() + interval  # see _scan_expected
+        # One conversion's look-ups (see _prefetch): absolute URL -> (key, path), and the
+        # targets it writes as files ahead of their storing: key -> frontier entries.
+        self._found: dict[str, tuple[str | None, str | None]] = {}
+        self._ahead: dict[str, list[int]] = {}
+        self._queue: dict[str, bytes | Path | None] = {}  # path -> content, raw copy, None: delete
+        self._queued = 0
+        self._next_update = clock() + interval
+        for statement in _SCHEMA:
+            db.execute(statement)
+        db.on_commit(after=self._write_files)
+
+    # -- the crawl's events --
+
+    def open(self) -> None:
+        """At the start of a run: finish what a killed run left, then :meth:`reconcile`."""
+        if not self.root.is_dir():  # never built, or deleted by hand: build it all
+            for table in _TABLES:
+                self.db.execute(f"DELETE FROM {table}")
+        self._known = HashSet(url_hash(url) for url, _, _ in self.documents.listing())
+        self._twins = HashSet()
+        self._dirty = {page for (page,) in self.db.execute("SELECT page FROM browse_dirty")}
+        redo: set[int] = set()
+        for (name,) in self.db.execute("SELECT path FROM browse_pending").fetchall():
+            owners = [
+                h
+                for path in mirror_names(name)
+                for h, kind in self.db.execute(
+                    "SELECT hash, kind FROM browse_copies WHERE path = ?", (path,)
+                )
+                if browse_name(path, kind) == name
+            ]
+            if owners:
+                redo.update(owners)
+            else:
+                self._queue_file(name, None)
+        self.reconcile(redo)
+
+    def stored(self, url: str, path: str, md5: str, doc_type: str | None, encoding: str | None,
+               body: bytes, page: HtmlReading | None = None) -> None:  # fmt: skip
+        """A document was stored (new or changed) at mirror ``path``: write its browse copy (an
+        HTML page from ``page``, its reading, when it has one)."""
+        h = url_hash(url)
+        self._known.add(h)
+        if self.frontier is not None:
+            self._arrived(url, browse_name(path, kind_of(doc_type)))
+        row = self.db.execute("SELECT md5, path FROM browse_copies WHERE hash = ?", (h,)).fetchone()
+        if row is not None and tuple(row) == (md5, path):
+            return  # the same content again (a recrawl)
+        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body, page)
+
+    def _arrived(self, url: str, name: str) -> None:
+        """The target ``url`` is stored, its copy at ``name`` in ``browse/``: the pages that
+        expected it there are right; those that expected it elsewhere are marked."""
+        entries = (url_hash(url), url_hash(entry_url(url)))
+        pages = [
+            page
+            for (page,) in self.db.execute(
+                "SELECT page FROM browse_expected WHERE entry IN (?, ?)", entries
+            )
+        ]
+        if not pages:
+            return
+        self.db.execute("DELETE FROM browse_expected WHERE entry IN (?, ?)", entries)
+        if expected_name(url) != name:
+            self._mark(pages)
+
+    def update_if_due(self) -> None:
+        """Write again the marked pages that expect nothing more, if an update is due."""
+        now = self.clock()
+        if self.frontier is not None and now >= self._next_scan:
+            self._scan_expected()
+            self._next_scan = now + self.interval
+        if self._dirty and now >= self._next_update:
+            self.update(budget=self.slice_time)
+
+    def _scan_expected(self) -> None:
+        """Mark the pages that expect a target whose URL is done without its copy where they
+        expect it (a failure, a duplicate, a redirect: the crawl left it for good)."""
+        assert self.frontier is not None
+        rows = self.db.execute("SELECT page, entry FROM browse_expected").fetchall()
+        entries = list({entry for _, entry in rows})
+        queued: set[int] = set()
+        for chunk in range(0, len(entries), 256):
+            queued |= self.frontier(entries[chunk : chunk + 256])
+        done = [(page, entry) for page, entry in rows if entry not in queued]
+        if done:
+            self.db.sql.executemany(
+                "DELETE FROM browse_expected WHERE page = ? AND entry = ?", done
+            )
+            self._mark({page for page, _ in done})
+
+    def update(self, budget: float | None = None) -> int:
+        """Write again the marked pages (with a frontier, those that expect no target any more),
+        for ``budget`` seconds at most (None: every one); returns how many."""
+        started = self.clock()
+        self._twins = HashSet(url_hash(url) for url in self.documents.duplicates())
+        pages = sorted(self._dirty)
+        if budget is not None and self.frontier is not None:  # a round, from the last checked
+            first = bisect_right(pages, self._checked)
+            pages = (pages[first:] + pages[:first])[:_CHECKED]
+            self._checked = pages[-1] if pages else 0
+            pages = self._settled(pages)
+        updated = 0
+        left = False
+        for page in pages:
+            if budget is not None and self.clock() - started >= budget:
+                left = True  # the rest in the next slice, soon
+                break
+            self._dirty.discard(page)
+            self.db.execute("DELETE FROM browse_dirty WHERE page = ?", (page,))
+            self.db.changed()
+            row = self.db.execute(
+                "SELECT url, path, kind, codec FROM browse_copies WHERE hash = ?", (page,)
+            ).fetchone()
+            if row is None or row[2] == COPY:
+                continue
+            url, path, kind, codec = row
+            body = self._raw(path)
+            if body is None:
+                continue  # the raw copy is gone: reconcile() sees the document removed
+            md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
+            self._convert(url, path, md5, kind, codec, body)
+            updated += 1
+        now = self.clock()
+        spent = now - started
+        self._next_update = now + max(0.0 if left else self.interval, spent * (1 / self.share - 1))
+        if updated:
+            self.count("updated", updated)
+        return updated
+
+    def _settled(self, pages: list[int]) -> list[int]:
+        """Of ``pages``, those that expect no target any more."""
+        waiting: set[int] = set()
+        for chunk in range(0, len(pages), 256):
+            part = pages[chunk : chunk + 256]
+            marks = ",".join("?" * len(part))
+            waiting.update(
+                page
+                for (page,) in self.db.execute(
+                    f"SELECT DISTINCT page FROM browse_expected WHERE page IN ({marks})", part
+                )
+            )
+        return [page for page in pages if page not in waiting]
+
+    def reconcile(self, force: Iterable[int] = ()) -> None:
+        """Bring every copy in line with the state's documents (and convert again the documents
+        in ``force``), then write again the pages whose targets arrived or left."""
+        force = set(force)
+        self._twins = HashSet(url_hash(url) for url in self.documents.duplicates())
+        documents = {url_hash(url): (url, path, md5) for url, path, md5 in self.documents.listing()}
+        copies = {
+            h: (url, path, md5)
+            for h, url, path, md5 in self.db.execute(
+                "SELECT hash, url, path, md5 FROM browse_copies"
+            )
+        }
+        gone = {
+            h
+            for h, (url, path, _) in copies.items()
+            if (doc := documents.get(h)) is None or doc[:2] != (url, path)
+        }
+        for h in gone:
+            self._remove(h, copies[h][1])
+        if gone:
+            self.count("removed", len(gone))
+            self._mark_referrers(gone)
+        for h, (url, path, md5) in documents.items():
+            copy = copies.get(h)
+            if h in force or h in gone or copy is None or copy[2] != md5:
+                self._convert_stored(url, path)
+        self._mark_twins_waited_for()
+        self.update()
+
+    def _mark_twins_waited_for(self) -> None:
+        """Mark the pages that link, as an absolute URL, to a URL kept as an exact duplicate
+        (found after they were written): their link leads to the twin's copy now."""
+        waiting = "SELECT page FROM browse_waiting WHERE target = ?"
+        for url in self.documents.duplicates():
+            original = self.documents.original(url)
+            if original is None or self.documents.path(original) is None:
+                continue  # its twin's copy is not in this folder: the link stays a URL
+            h = url_hash(url)
+            pages = [page for (page,) in self.db.execute(waiting, (h,)).fetchall() if page != h]
+            if pages:
+                self._mark(pages)
+
+    def close(self) -> None:
+        """At the end of a run: every page up to date with the state, the files written at the
+        next commit (the run's last). A page that still expects a target (an interrupted crawl,
+        a limit reached) links to its URL instead: this run will not store it."""
+        self._expecting = False
+        still = set()
+        if self.frontier is not None:
+            self._scan_expected()
+            still = {
+                page for (page,) in self.db.execute("SELECT DISTINCT page FROM browse_expected")
+            }
+        self.reconcile(still)
+
+    # -- converting --
+
+    def _convert_stored(self, url: str, path: str) -> None:
+        """Convert a stored document from its raw copy and its index record."""
+        fields = self.documents.fields(url)
+        body = self._raw(path)
+        if fields is None or body is None:
+            self.count("failed", 1)
+            logger.warning("No browse copy of %s: its raw copy %s cannot be read", url, path)
+            return
+        encoding, doc_type = fields
+        md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
+        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
+
+    def _convert(self, url: str, path: str, md5: str, kind: str, codec: str | None,
+                 body: bytes, page: HtmlReading | None = None) -> None:  # fmt: skip
+        h = url_hash(url)
+        old = self.db.execute(
+            "SELECT path, absolute, kind FROM browse_copies WHERE hash = ?", (h,)
+        ).fetchone()
+        name = browse_name(path, kind)
+        content: bytes | Path
+        if kind == COPY:
+            content, links = self.repository / path, PageLinks()
+        else:
+            content, links = convert_document(body, kind, codec, url, name, self._locate, page,
+                                              self._prefetch)  # fmt: skip
+            if self.frontier is not None:
+                self._expect(h, links.local)
+        local, absolute = _hashes(links.local), _hashes(links.absolute)
+        before = set(_unpack(old[1])) if old else set()
+        after = set(_unpack(absolute))
+        self.db.sql.executemany(
+            "DELETE FROM browse_waiting WHERE target = ? AND page = ?",
+            [(t, h) for t in before - after],
+        )
+        self.db.sql.executemany(
+            "INSERT OR IGNORE INTO browse_waiting VALUES (?, ?)", [(t, h) for t in after - before]
+        )
+        self.db.execute(
+            "INSERT INTO browse_copies VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO UPDATE"
+            " SET url = excluded.url, path = excluded.path, md5 = excluded.md5,"
+            " kind = excluded.kind, codec = excluded.codec, local = excluded.local,"
+            " absolute = excluded.absolute",
+            (h, url, path, md5, kind, codec, local, absolute),
+        )
+        if old is None:  # a new target: the pages that wait for it can link to it now
+            waiting = self.db.execute("SELECT page FROM browse_waiting WHERE target = ?", (h,))
+            self._mark(page for (page,) in waiting.fetchall() if page != h)
+        elif browse_name(old[0], old[2]) != name and not self._path_used(old[0]):
+            self._queue_file(browse_name(old[0], old[2]), None)
+        self._queue_file(name, content)
+        self.count("copied" if kind == COPY else "converted", 1)
+
+    def _expect(self, page: int, local: set[str]) -> None:
+        """Keep which of ``local`` (the targets a page links to as files) were written ahead of
+        their storing."""
+        self.db.execute("DELETE FROM browse_expected WHERE page = ?", (page,))
+        rows = [(page, entry) for key in local for entry in self._ahead.get(key, ())]
+        if rows:
+            self.db.sql.executemany("INSERT OR IGNORE INTO browse_expected VALUES (?, ?)", rows)
+
+    def _prefetch(self, urls: list[str]) -> None:
+        """Look up together what :meth:`_locate` answers for ``urls`` (a document's targets):
+        their keys, the paths of the stored ones (and of the twins of exact duplicates), and,
+        while links are written ahead, which of the others the crawl has queued or leased."""
+        found: dict[str, tuple[str | None, str | None]] = {}
+        keys: dict[str, str] = {}
+        for url in urls:
+            try:
+                keys[url] = self.normalize(url)
+            except UrlRejected:
+                found[url] = (None, None)
+        hashes = {key: url_hash(key) for key in keys.values()}
+        paths = self.documents.paths([k for k, h in hashes.items() if h in self._known])
+        for key, h in hashes.items():
+            if (
+                key not in paths
+                and h in self._twins
+                and (original := self.documents.original(key))
+                and (twin := self.documents.path(original)) is not None
+            ):
+                paths[key] = _browse_path(self.documents, original, twin)
+            elif key in paths:
+                paths[key] = _browse_path(self.documents, key, paths[key])
+        ahead: dict[str, list[int]] = {}
+        if self._expecting:
+            ahead = self._in_frontier([key for key in hashes if key not in paths])
+            for key in ahead:
+                if (name := expected_name(key)) is not None:
+                    paths[key] = name
+        self._found = found | {url: (key, paths.get(key)) for url, key in keys.items()}
+        self._ahead = ahead
+
+    def _in_frontier(self, keys: list[str]) -> dict[str, list[int]]:
+        """Of ``keys``, those the crawl has queued or leased, with their frontier entries (a
+        document's, a requisite's)."""
+        assert self.frontier is not None
+        entries: dict[int, str] = {}
+        for key in keys:
+            entries[url_hash(key)] = key
+            entries[url_hash(entry_url(key))] = key
+        ahead: dict[str, list[int]] = {}
+        hashes = list(entries)
+        for chunk in range(0, len(hashes), 256):
+            for h in self.frontier(hashes[chunk : chunk + 256]):
+                ahead.setdefault(entries[h], []).append(h)
+        return ahead
+
+    def _locate(self, url: str) -> tuple[str | None, str | None]:
+        """The normalized ``url`` and the mirror path of its copy: its document's, or, for a URL
+        kept as an exact duplicate, its stored twin's (SPEC 11); while links are written ahead,
+        the copy a URL the crawl has queued or leased will have."""
+        if (known := self._found.get(url)) is not None:
+            return known
+        try:
+            key = self.normalize(url)
+        except UrlRejected:
+            return None, None
+        h = url_hash(key)
+        path = self.documents.path(key) if h in self._known else None
+        if path is None and h in self._twins and (original := self.documents.original(key)):
+            key_of_copy, path = original, self.documents.path(original)
+        else:
+            key_of_copy = key
+        return key, None if path is None else _browse_path(self.documents, key_of_copy, path)
+
+    def _remove(self, h: int, path: str) -> None:
+        row = self.db.execute(
+            "SELECT absolute, kind FROM browse_copies WHERE hash = ?", (h,)
+        ).fetchone()
+        self.db.sql.executemany(
+            "DELETE FROM browse_waiting WHERE target = ? AND page = ?",
+            [(t, h) for t in _unpack(row[0])] if row else [],
+        )
+        self.db.execute("DELETE FROM browse_copies WHERE hash = ?", (h,))
+        self.db.execute("DELETE FROM browse_expected WHERE page = ?", (h,))
+        if not self._path_used(path):
+            self._queue_file(browse_name(path, row[1] if row else COPY), None)
+
+    def _mark_referrers(self, gone: set[int]) -> None:
+        """Mark the pages that link to a document in ``gone`` as a file."""
+        rows = self.db.execute("SELECT hash, local FROM browse_copies WHERE length(local) > 0")
+        self._mark([page for page, local in rows if not gone.isdisjoint(_unpack(local))])
+
+    def _mark(self, pages: Iterable[int]) -> None:
+        """Mark ``pages`` to be written again; the marks are kept in the state with the change
+        that caused them, so a kill before the update loses neither."""
+        marked = [(page,) for page in pages]
+        self.db.sql.executemany("INSERT OR IGNORE INTO browse_dirty VALUES (?)", marked)
+        self.db.changed()
+        self._dirty.update(page for (page,) in marked)
+
+    def _path_used(self, path: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM browse_copies WHERE path = ? LIMIT 1", (path,))
+        return row.fetchone() is not None
+
+    def _raw(self, path: str) -> bytes | None:
+        try:
+            return (self.repository / path).read_bytes()
+        except OSError:
+            return None
+
+    # -- writing, after the commit --
+
+    def _queue_file(self, path: str, content: bytes | Path | None) -> None:
+        self.db.execute("INSERT OR IGNORE INTO browse_pending VALUES (?)", (path,))
+        self.db.changed()
+        self._queue[path] = content
+        if isinstance(content, bytes):
+            self._queued += len(content)
+            if self._queued > _QUEUE_LIMIT:
+                self.db.commit()  # writes the queue (_write_files), and bounds the memory held
+
+    def _write_files(self) -> None:
+        """Write the queued files (the rows that say so are committed now)."""
+        queue, self._queue, self._queued = self._queue, {}, 0
+        if not queue:
+            return
+        written = []
+        for path, content in queue.items():
+            try:
+                target = store_path(self.root, PurePosixPath(path))
+                if content is None:
+                    target.unlink(missing_ok=True)
+                elif isinstance(content, bytes):
+                    write_atomic(target, content, sync=False)
+                else:
+                    _link_or_copy(content, target)
+                written.append((path,))
+            except (OSError, UnsafePath) as exc:
+                self.count("failed", 1)
+                logger.warning("Browse copy %s not written: %s", path, exc)
+        self.db.sql.executemany("DELETE FROM browse_pending WHERE path = ?", written)
+        self.db.changed()
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` becomes a hard link to ``source`` (a copy where the file system has none).
+
+    Not atomic: a kill in between leaves no file, which the pending row has the next run write.
+    """
+    if target.is_dir():
+        raise UnsafePath(f"{target} is a folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        write_atomic(target, source.read_bytes(), sync=False)
+
+
+class FolderBrowse:
+    """``browse/`` of folder ``root`` kept in passes over ``documents()`` (the folder's documents,
+    or a string saying why there are none), ``duplicates()`` (its duplicates, with their
+    twins) and ``requisites()`` (its page requisites' copies); ``commit()`` makes the store's documents durable
+    first. The other arguments are :class:`BrowseMirror`'s. Has the methods the browse pipeline
+    calls on :class:`BrowseMirror`."""
+
+    def __init__(self, root: Path, documents: Callable[[], list[StoredDocument] | str],
+                 normalize: Callable[[str], str], *,
+                 duplicates: Callable[[], list[tuple[str, str]]] = list,
+                 requisites: Callable[[], list[Requisite]] = list,
+                 commit: Callable[[], None] = lambda: None,
+                 interval: float = 10.0, share: float = 0.2,
+                 count: Callable[[str, int], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+        self.root = Path(root)
+        self.documents = documents
+        self.duplicates = duplicates
+        self.requisites = requisites
+        self.normalize = normalize
+        self.commit = commit
+        self.interval = interval
+        self.share = share
+        self.count = count
+        self.clock = clock
+        self._next_pass = clock() + interval
+
+    def open(self) -> None:
+        self.update(wait=False)
+
+    def stored(self, *document: object) -> None:
+        """A document was stored: the next pass finds it among the folder's documents."""
+
+    def update_if_due(self) -> None:
+        if self.clock() >= self._next_pass:
+            self.update(wait=False)
+
+    def close(self) -> None:
+        self.update(wait=True)
+
+    def update(self, *, wait: bool) -> bool:
+        """Make one pass (waiting for the lock with ``wait``, else skipping it when another
+        process holds it); whether it was made."""
+        state = self.root / STATE_FOLDER
+        started = self.clock()
+        with folder_lock(state / BROWSE_LOCK_NAME, wait=wait) as held:
+            if not held:
+                self._next_pass = started + self.interval
+                return False
+            self._pass(state / BROWSE_STATE_NAME)
+        now = self.clock()
+        self._next_pass = now + max(self.interval, (now - started) * (1 / self.share - 1))
+        return True
+
+    def _pass(self, path: Path) -> None:
+        self.commit()
+        try:
+            documents = self.documents()
+        except StoreUnavailable as exc:  # the next pass catches up
+            logger.warning("No browse pass in %s: %s", self.root, exc)
+            return
+        if isinstance(documents, str):
+            logger.debug("No browse pass in %s: %s", self.root, documents)
+            return
+        db = Database(path)
+        try:
+            mirror = BrowseMirror(db, self.root, self.normalize, count=self.count,
+                                  documents=DocumentList(documents, self.duplicates(), self.requisites()))  # fmt: skip
+            mirror.open()
+        finally:
+            db.close()  # commits: the files are written once their rows are
