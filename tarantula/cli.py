@@ -97,6 +97,11 @@ class ScrapyCrawl(ScrapyCrawlCommand):
 
     requires_project = False
 
+    def __init__(self) -> None:
+        super().__init__()
+        # Outside a project, no crawler process: its start-up banner would come first.
+        self.requires_crawler_process = inside_project()
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if inside_project():
             super().run(args, opts)

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -286,3 +287,27 @@ def test_a_crawl_loads_no_module_it_does_not_use(web, tmp_path):
     loaded = set(json.loads(result.stderr.strip().splitlines()[-1]))
     assert "tarantula.spiders.tarantula" in loaded  # it did crawl
     assert not loaded & {"aiohttp", "tldextract", "requests", "jinja2", "playwright"}
+
+
+def test_the_tarantula_command_crawls_from_any_folder(web, tmp_path):
+    """SPEC 1: installed, the project runs from any folder, with no scrapy.cfg there: `tarantula
+    crawl CONF` is the crawl, `tarantula verify CONF` its check; `scrapy crawl` there says what to
+    run instead."""
+    web.page("a.test", "/", '<title>Home</title><a href="/b.html">b</a>')
+    web.page("a.test", "/b.html", "<title>B</title>")
+    conf = write_conf(tmp_path, [web.url("a.test", "/")], log_level=1)
+    command = Path(sys.executable).parent / "tarantula"
+    env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
+    crawled = subprocess.run([str(command), "crawl", conf.name], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert crawled.returncode == 0, crawled.stderr
+    assert "documents stored     2" in crawled.stdout
+    verified = subprocess.run([str(command), "verify", conf.name], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert verified.returncode == 0 and "no problems" in verified.stderr, verified.stderr
+    outside = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "tarantula", "-a",
+                              f"conf={conf.name}"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+    assert outside.returncode == 2
+    assert "run `tarantula crawl CONF`" in outside.stderr
+    assert "Scrapy 2" not in outside.stderr  # no crawler process started: no banner first
