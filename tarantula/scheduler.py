@@ -38,6 +38,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later, create_looping_call
 
 from tarantula import meta
+from tarantula.compat import wake_engine
 from tarantula.context import CrawlContext, context_of
 from tarantula.core.frontier import dfs_key
 from tarantula.core.requisites import entry_url, requisite_url
@@ -246,11 +247,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _poke_engine(self) -> None:
         self._wake = None
-        # Private: Scrapy 2.19 has no public way to have the engine ask its scheduler again now.
-        # tests/components/test_scheduler.py fails if this hook goes away.
-        slot = getattr(self.crawler.engine, "_slot", None)
-        if slot is not None and slot.nextcall is not None:
-            slot.nextcall.schedule()
+        wake_engine(self.crawler.engine)  # no public way in Scrapy 2.19 (tarantula.compat)
 
     def _inc(self, key: str, count: int = 1) -> None:
         self.stats.inc_value(key, count)

@@ -30,6 +30,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
 from tarantula.commands import last_run, load_or_report, tell
+from tarantula.compat import create_crawler
 from tarantula.configure import log_settings
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
 from tarantula.core.repository import recrawl_pending
@@ -152,7 +153,7 @@ class Command(ScrapyCrawlCommand):
         if waiting:
             tell(self, waiting)
             return
-        crawler = self._create_crawler(TarantulaSpider.name)
+        crawler = create_crawler(self, TarantulaSpider.name)
         arguments = {k: v for k, v in opts.spargs.items() if k != "recrawl"}
         self.crawler_process.crawl(crawler, **arguments, config=config)
         self.crawler_process.start()

@@ -19,11 +19,10 @@ from typing import Any
 
 import regex
 
-try:  # Python 3.11+: the parser is private; fall back to no static check if it moves
-    import re._constants as sre_constants
-    import re._parser as sre_parse
-except ImportError:  # pragma: no cover
-    sre_parse = None
+from tarantula.compat import regex_parser
+
+# The parser is private (tarantula.compat): without it, no static check.
+sre_parse, sre_constants = regex_parser()
 
 #: Seconds one search may take before the URL is rejected.
 SEARCH_TIMEOUT = 0.05

@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 
 from scrapy.http import HtmlResponse
 
+from tarantula.compat import download_through_handlers
 from tarantula.context import context_of
 from tarantula.meta import DOWNLOADED, PAGE, RENDER, URL
 from tarantula.resolver import host_resolver_rules
@@ -176,12 +177,13 @@ class RenderMiddleware:
     async def _render(self, rendering: Request, render_wait: float) -> Response:
         """The browser's rendering of a page; raises when there is none to keep."""
         assert self.crawler.engine is not None
-        handlers = self.crawler.engine.downloader.handlers
         # A script that loops forever freezes the page, and scrapy-playwright's last read of it
         # has no time limit of its own.
         limit = render_wait * 2 + self.grace
         try:
-            rendered = await asyncio.wait_for(handlers.download_request_async(rendering), limit)
+            rendered = await asyncio.wait_for(
+                download_through_handlers(self.crawler.engine, rendering), limit
+            )
         except TimeoutError:
             page = rendering.meta.get(PAGE)
             if page is not None:

@@ -10,9 +10,10 @@ reports each request once its bytes are out, and :meth:`Politeness.sent` books t
 then; across workers, in Redis too.
 
 Neither Scrapy nor Twisted says when a request's bytes were written to the socket, so this is
-hand-written: the connection's protocol (Scrapy's, with Scrapy's lenient parsing) notes each
-request it writes, and a timer of zero seconds reports it. In a turn of the asyncio loop the
-sockets' writes run before the timers that are due, so the report comes after the bytes left.
+hand-written: the connection's protocol (Scrapy's, with Scrapy's lenient parsing, subclassed in
+:mod:`tarantula.compat`) notes each request it writes, and a timer of zero seconds reports it. In
+a turn of the asyncio loop the sockets' writes run before the timers that are due, so the report
+comes after the bytes left.
 
 A crawl that renders pages uses :class:`tarantula.handlers.render.RenderHandler`, the same for
 scrapy-playwright's handler; a crawler that is not a Tarantula crawl's (a tool's) reports nothing.
@@ -20,34 +21,21 @@ scrapy-playwright's handler; a crawler that is not a Tarantula crawl's (a tool's
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from scrapy.core.downloader.handlers.http11 import (
-    HTTP11DownloadHandler,
-    _LenientHTTP11ClientFactory,
-    _LenientHTTP11ClientProtocol,
-)
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
+from tarantula.compat import report_writes
 from tarantula.context import context_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from twisted.internet.defer import Deferred
-    from twisted.internet.interfaces import IAddress
-    from twisted.web._newclient import Request as TxRequest
-    from twisted.web.client import HTTPConnectionPool
-    from twisted.web.iweb import IResponse
 
     from tarantula.core.politeness import Politeness
-
-Sent = Callable[[str], None]
-"""Called with a request's host (``Host`` header's name) once its bytes went out."""
 
 
 def host_name(value: bytes) -> str:
@@ -60,31 +48,11 @@ def host_name(value: bytes) -> str:
     return urlsplit("//" + value.decode("latin-1").strip()).hostname or ""
 
 
-class _Protocol(_LenientHTTP11ClientProtocol):
-    def __init__(self, quiescent_callback: Callable[..., object], sent: Sent) -> None:
-        super().__init__(quiescent_callback)
-        self._sent = sent
-
-    def request(self, request: TxRequest) -> Deferred[IResponse]:
-        answer = super().request(request)  # the bytes are in the connection's buffer now
-        host = request.headers.getRawHeaders(b"host")
-        if host:
-            call_later(0, self._sent, host_name(host[0]))
-        return answer
-
-
-class _Factory(_LenientHTTP11ClientFactory):
-    def __init__(self, sent: Sent, quiescent_callback: Callable[..., object], metadata: str):
-        super().__init__(quiescent_callback, metadata)
-        self._sent = sent
-
-    def buildProtocol(self, addr: IAddress | None) -> _Protocol:
-        return _Protocol(self._quiescentCallback, self._sent)
-
-
-def report_sent(pool: HTTPConnectionPool, crawler: Crawler) -> None:
-    """Have ``pool``'s connections tell ``crawler``'s politeness when each request went out (a
-    crawler that is not a Tarantula crawl's keeps Scrapy's own connections)."""
+def report_sent(handler: HTTP11DownloadHandler, crawler: Crawler) -> None:
+    """Have ``handler``'s connections tell ``crawler``'s politeness when each request went out (a
+    crawler that is not a Tarantula crawl's keeps Scrapy's own connections). The connection's
+    protocol notes each request it writes (:func:`tarantula.compat.report_writes`); a timer of
+    zero seconds reports it, after the loop's writes of that turn."""
     try:
         politeness: Politeness = context_of(crawler).politeness
     except NotConfigured:
@@ -93,7 +61,7 @@ def report_sent(pool: HTTPConnectionPool, crawler: Crawler) -> None:
     def sent(host: str) -> None:
         politeness.sent(host, time.monotonic())
 
-    pool._factory = functools.partial(_Factory, sent)  # type: ignore[assignment]
+    report_writes(handler, lambda host: call_later(0, sent, host_name(host)))
 
 
 class WireHandler(HTTP11DownloadHandler):
@@ -101,4 +69,4 @@ class WireHandler(HTTP11DownloadHandler):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        report_sent(self._pool, crawler)
+        report_sent(self, crawler)

@@ -17,4 +17,4 @@ if TYPE_CHECKING:
 class RenderHandler(ScrapyPlaywrightDownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        report_sent(self._pool, crawler)
+        report_sent(self, crawler)

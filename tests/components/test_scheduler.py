@@ -6,14 +6,13 @@ puts a scheduler under Scrapy's own engine slot."""
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Iterator
 
 import pytest
 import pytest_twisted
 from scrapy import Request, Spider
-from scrapy.core.engine import ExecutionEngine, _Slot
+from scrapy.core.engine import _Slot
 from scrapy.core.scheduler import Scheduler
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.reactor import CallLaterOnce
@@ -400,23 +399,6 @@ def test_a_first_crawl_hands_out_new_urls_past_the_stored_count(any_crawls: Craw
 
 
 # -- waking the engine --------------------------------------------------------------------------
-
-
-def test_scrapys_engine_still_has_the_slot_the_scheduler_pokes():
-    # Guards FrontierScheduler._poke_engine, which reaches into Scrapy's private engine slot
-    # (`crawler.engine._slot.nextcall.schedule()`) because Scrapy 2.19 has no public way to have
-    # the engine ask its scheduler for a request now. If this fails after a Scrapy upgrade, a
-    # crawl with a short delay stalls for the engine's 5-second heartbeat at every wait: find
-    # the new way and change _poke_engine.
-    engine = get_crawler(OtherSpider)._create_engine()
-    assert isinstance(engine, ExecutionEngine)
-    assert hasattr(engine, "_slot")
-    assert engine._slot is None
-    assert "nextcall" in inspect.signature(_Slot.__init__).parameters
-    source = inspect.getsource(ExecutionEngine.open_spider_async)
-    assert "CallLaterOnce(self._start_scheduled_requests)" in source
-    assert "_Slot(" in source
-    assert callable(getattr(CallLaterOnce, "schedule", None))
 
 
 @pytest_twisted.ensureDeferred

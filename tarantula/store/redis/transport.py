@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from hiredis import pack_command
 from redis.exceptions import NoScriptError, ResponseError
 
+from tarantula.compat import send_batch
+
 if TYPE_CHECKING:
     from redis import Redis
 
@@ -131,26 +133,16 @@ def send(client: Redis, batch: Batch) -> list[Any]:
         for command in batch.commands:
             pipe.execute_command(*command)
         return cast("list[Any]", pipe.execute())
-    packed = pack(batch.commands)
+    return send_batch(client, pack(batch.commands), len(batch.commands), _raise_first_error)
 
-    def exchange() -> list[Any]:
-        conn.send_packed_command(packed)
-        replies: list[Any] = []
-        for _ in batch.commands:
-            try:
-                replies.append(conn.read_response())
-            except ResponseError as error:  # read on: the connection must stay in step
-                replies.append(error)
-        for reply in replies:
-            # The connection's retry policy decides: a worker's waits while a node says the
-            # cluster is down (it ran nothing) and sends the batch again, as after a lost
-            # connection; any other error reply is raised at once.
-            if isinstance(reply, ResponseError):
-                raise reply
-        return replies
 
-    with client.single_connection_lock:
-        return conn.retry.call_with_retry(exchange, lambda error: conn.disconnect())
+def _raise_first_error(replies: list[Any]) -> None:
+    """The connection's retry policy decides: a worker's waits while a node says the cluster is
+    down (it ran nothing) and sends the batch again, as after a lost connection; any other error
+    reply is raised at once."""
+    for reply in replies:
+        if isinstance(reply, ResponseError):
+            raise reply
 
 
 def pack(commands: list[tuple[Any, ...]]) -> list[bytes]:
