@@ -22,6 +22,7 @@ from protego import Protego
 
 from tarantula.demo import server as server_module
 from tarantula.demo.server import SITE_ROOT, RequestRecord, Resource, SiteServer, server_context
+from tests.helpers.crawls import wait_for
 from tests.helpers.docsite import self_signed
 
 WWW, DOCS, ELSEWHERE = "www.demo.test", "docs.demo.test", "elsewhere.test"
@@ -342,7 +343,7 @@ def test_stop_is_prompt_with_open_keep_alive_connections() -> None:
     used.request("GET", "/", headers={"Host": WWW})
     used.getresponse().read()  # connection left open, idle
     idle = socket.create_connection(("127.0.0.1", site.port), timeout=2)  # never asks anything
-    time.sleep(0.2)  # let the server accept it
+    wait_for(lambda: site.open_connections() == 2)  # both accepted
     started = time.monotonic()
     site.stop()
     assert time.monotonic() - started < 2
@@ -362,7 +363,8 @@ def test_client_hanging_up_early_is_quiet(
     sock.sendall(b"GET /slow HTTP/1.1\r\nHost: a.test\r\n\r\n")
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     sock.close()  # reset before the answer
-    time.sleep(0.4)
+    wait_for(lambda: "/slow" in server.targets())
+    wait_for(lambda: server.open_connections() == 0)  # its handler has met the reset and ended
     assert fetch(server, WWW, "/")[0] == 200
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")

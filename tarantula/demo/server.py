@@ -311,6 +311,11 @@ class SiteServer:
             records = list(self.requests)
         return [r.target for r in records if host is None or r.host == host.lower()]
 
+    def open_connections(self) -> int:
+        """How many accepted connections the server holds open now (a test waits on it)."""
+        httpd = self._httpd
+        return 0 if httpd is None else httpd.open_connections()
+
     def clear(self) -> None:
         """Forget the recorded requests (routes stay)."""
         with self._lock:
@@ -444,6 +449,10 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
         with self._connections_lock:
             self._connections.discard(request)
         super().shutdown_request(request)
+
+    def open_connections(self) -> int:
+        with self._connections_lock:
+            return len(self._connections)
 
     def close_connections(self) -> None:
         with self._connections_lock:
