@@ -18,9 +18,11 @@ COMMANDS_MODULE = "tarantula.commands"
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 EXTENSIONS = {
-    # Signal handlers run in this order. The status line goes first: it holds the terminal's log
-    # to warnings before LogStats's first line, and is taken down before the summary is logged;
-    # the report, which shows the summary, comes after it.
+    # Signal handlers run in this order. The helpers' stats of a crawl on N processes are read
+    # first, so that all after count the whole crawl. The status line goes next: it holds the
+    # terminal's log to warnings before LogStats's first line, and is taken down before the
+    # summary is logged; the report, which shows the summary, comes after it.
+    "tarantula.extensions.processes.ProcessStats": -200,
     "tarantula.extensions.status.CrawlStatus": -100,
     "tarantula.extensions.summary.CrawlSummary": 100,
     "tarantula.extensions.report.CrawlReport": 200,

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from tarantula import helpers
 from tarantula.commands import last_run, load_or_report, tell
 from tarantula.compat import create_crawler
 from tarantula.configure import log_settings
@@ -63,7 +65,8 @@ def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
 #: The spider arguments (``-a NAME=VALUE``) a Tarantula crawl takes; scrapyd adds ``_job``.
 ARGUMENTS = {
     "conf": "the configuration file",
-    "worker": "this worker's name in a crawl shared through Redis",
+    "worker": "this worker's name in a crawl shared through Redis (a crawl on N processes "
+    "names its helpers 2 to N itself)",
     "recrawl": "yes: recrawl a complete crawl now, whatever its period says",
 }
 _SCRAPYD = {"_job"}
@@ -153,6 +156,8 @@ class Command(ScrapyCrawlCommand):
         if waiting:
             tell(self, waiting)
             return
+        # A crawl on N processes starts its helpers with this very command line.
+        helpers.COMMAND_LINE = [sys.executable, *sys.orig_argv[1:]]
         crawler = create_crawler(self, TarantulaSpider.name)
         arguments = {k: v for k, v in opts.spargs.items() if k != "recrawl"}
         self.crawler_process.crawl(crawler, **arguments, config=config)

@@ -94,6 +94,7 @@ class CrawlConfig:
     log_level: int = 1
     period: float = 72.0
     threads: int = 8
+    processes: int = 1  # SPEC 6: one crawl on this many processes of the machine (0: one per core)
     resolve: tuple[tuple[str, str], ...] = ()
     resolve_only: bool = False
     sort_query: bool = False
@@ -195,6 +196,12 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
     for name, feature, extra in extras:
         if reader.values.get(name) and (problem := missing_extra(feature, extra)):
             reader.error(reader.first_seen[name], problem)
+    if reader.values.get("processes", 1) != 1 and reader.values.get("redis"):
+        reader.error(
+            reader.first_seen["processes"],
+            "processes runs one crawl on this machine's cores; a crawl shared through Redis runs "
+            "one process per worker: start more workers instead",
+        )
     if reader.values.get("wacz") and not reader.values.get("warc"):
         reader.error(
             reader.first_seen["wacz"], "wacz = yes packs the WARC files: it needs warc = yes"

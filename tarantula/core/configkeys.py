@@ -204,6 +204,7 @@ KEYS = {
         Key("log-level", _L, _integer(0, 2)),
         Key("period", _R, _number(0)),
         Key("threads", _M, _integer(1)),
+        Key("processes", _M, _integer(0, 256)),
         Key("sitemaps", _C, _boolean),
         Key("warc", _O, _boolean),
         Key("browsable", _O, _boolean),

@@ -154,8 +154,8 @@ class WarcMiddleware:
         if self.files is not None:
             self.files.close()
         self.captures.close()
-        if self.context.config.wacz:
-            self.pack()
+        if self.context.config.wacz and self.context.store.processes[0] == 1:
+            self.pack()  # the first process of a crawl on N packs, once the others have ended
 
     def pack(self) -> None:
         """Pack the repository folder's WARC files as its WACZ (``wacz = yes``); a store that does

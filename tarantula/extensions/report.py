@@ -75,6 +75,8 @@ class CrawlReport:
         if context.store.in_memory:
             logger.debug("No crawl report: the crawl state is kept in memory")
             raise NotConfigured
+        if context.store.processes[0] > 1:  # a helper: the first process reports the crawl
+            raise NotConfigured
         return cls(crawler, context)
 
     def opened(self) -> None:

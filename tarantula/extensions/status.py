@@ -330,6 +330,8 @@ class CrawlStatus:
         context = context_of(crawler)
         if context.store.in_memory:
             raise NotConfigured  # scrapy check: no crawl to show (and no reason to warn about)
+        if context.store.processes[0] > 1:
+            raise NotConfigured  # a helper: the first process shows the crawl
         return cls(crawler, context, sys.stdout if draws_on(sys.stdout) else None)
 
     # -- the run ----------------------------------------------------------------------------------

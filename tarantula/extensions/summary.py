@@ -110,9 +110,12 @@ class CrawlSummary:
         stats = self.crawler.stats.get_stats()
         stats.setdefault("finish_reason", reason)
         try:
-            repository: Repository | None = context_of(self.crawler).repository
+            context = context_of(self.crawler)
         except NotConfigured:
-            repository = None
+            repository: Repository | None = None
+        else:
+            # A helper of a crawl on N processes: the first process sums up the whole crawl.
+            repository = context.repository if context.store.processes[0] == 1 else None
         index = shown_path(repository.index) if repository is not None else "-"
         named = self.collector.failures if self.crawler.settings["LOG_LEVEL"] != "WARNING" else []
         self.text = summary_text(stats, self.errors, index, named)

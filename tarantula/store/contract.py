@@ -205,6 +205,12 @@ class CrawlStore(Protocol):
         """This process's name among the workers of a crawl shared by several ("" in one)."""
 
     @property
+    def processes(self) -> tuple[int, int]:
+        """(this process's number, how many) in a crawl on several processes of this machine
+        (SPEC 6 ``processes``), (1, 1) in every other crawl. Process 1 shows the crawl (its start
+        and status lines, summary, report and WACZ are the whole crawl's); the others help it."""
+
+    @property
     def generation(self) -> int:
         """The crawl's number: 1 for the first crawl, one more for each recrawl."""
 

@@ -481,6 +481,7 @@ def test_runs_generations_and_the_tick(stores: Stores, tmp_path):
     assert store.generation == store.frontier.generation == store.documents.generation == 1
     assert store.requisites.generation == 1
     assert store.worker == ("w" if stores.redis_url else "")
+    assert store.processes == (1, 1)  # not a crawl on N processes (tests/integration/test_processes.py)
     assert not store.in_memory
     store.stored(doc("http://a.test/1"))
     store.tick()  # the periodic call commits: the record reaches the index

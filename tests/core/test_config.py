@@ -819,6 +819,7 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "log-level": st.integers(0, 2).map(lambda n: (str(n), n)),
     "period": _floats(0).map(lambda f: (repr(f), f)),
     "threads": st.integers(1, 1000).map(lambda n: (str(n), n)),
+    "processes": st.integers(0, 256).map(lambda n: (str(n), n)),
     "redis": st.sampled_from(["", "redis://10.0.0.5:6379/0", "unix:///run/redis.sock"]).map(
         lambda url: (f'"{url}"', url)
     ),

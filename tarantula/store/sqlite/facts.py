@@ -28,6 +28,7 @@ from tarantula.store.contract import StoreUnavailable
 from tarantula.store.sqlite import state_path
 from tarantula.store.sqlite.documents import restored
 from tarantula.store.sqlite.requisites import COLUMNS
+from tarantula.store.sqlite.shared import connect_crawl
 
 
 def url_facts(root: Path, url: str) -> Met | str:
@@ -35,7 +36,7 @@ def url_facts(root: Path, url: str) -> Met | str:
     path = state_path(root)
     if not path.exists():
         return "has not run yet (no crawl state)"
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = connect_crawl(path)
     try:
         row = db.execute(
             "SELECT u.state, u.outcome, u.done, u.depth, r.url FROM urls AS u"
@@ -60,7 +61,7 @@ def folder_documents(root: Path) -> list[StoredDocument] | str:
     path = state_path(root)
     if not path.is_file():
         return f"{root}: no crawl state ({path} is missing)"
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = connect_crawl(path)
     try:
         rows = db.execute(
             "SELECT url, path, md5, last_modified, etag,"
@@ -81,7 +82,7 @@ def folder_duplicates(root: Path) -> list[tuple[str, str]]:
     path = state_path(root)
     if not path.is_file():
         return []
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = connect_crawl(path)
     try:
         return db.execute(
             "SELECT url, original FROM duplicates ORDER BY generation DESC, rowid"
@@ -108,7 +109,7 @@ def _requisites(root: Path, where: str, parameters: tuple[str, ...] = ()) -> lis
     path = state_path(root)
     if not path.is_file():
         return []
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db = connect_crawl(path)
     try:
         rows = db.execute(f"SELECT {COLUMNS} FROM requisites {where}", parameters)
         return [Requisite(*row) for row in rows]
@@ -147,7 +148,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         return StateFigures()
     # Not opened with mode=ro: a read-only connection cannot remove the WAL files when it closes,
     # and would leave them beside a state that the crawl closed cleanly.
-    db = sqlite3.connect(path)
+    db = connect_crawl(path, read_only=False)
     try:
         db.execute("PRAGMA query_only = ON")
         runs = tuple(

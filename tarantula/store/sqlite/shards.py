@@ -1,0 +1,535 @@
+"""The store of a crawl on N processes of one machine (SPEC 6 ``processes``): each process a whole
+crawler over the hosts it owns, with its own SQLite database, around the small database they
+share (:mod:`tarantula.store.sqlite.shared`).
+
+Why whole crawlers and not one crawler with a pool for its pure work: a host's politeness, its
+robots.txt and its frontier stay one process's, so they are exactly what one process does, and
+the measured ceiling of the split is near N times (docs/decisions.md). What crosses between the
+processes is what one process would decide alone:
+
+- a link or requisite whose host another process owns goes to that process's inbox (flushed
+  within :data:`EXCHANGE` seconds, and always before the commit that acknowledges the page that
+  found it), and leaves the inbox only once its owner has committed it to its own frontier: a
+  kill loses none;
+- content claims (exact duplicates across processes) and page claims (``max-page-number``) are
+  rows of the shared database, taken in one short transaction each;
+- the crawl ends when every process is idle and no inbox holds a link: each process says when
+  it is idle (nothing queued, nothing leased), and a post to an inbox marks its owner busy in the
+  same transaction, so the last process to look sees the truth.
+
+Process 1 is the one the user started: it begins and ends each run, starts the others
+(:mod:`tarantula.helpers`) and waits for them before it ends the run and rewrites the outputs;
+its status line, summary and report show the whole crawl. The others join its run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tarantula.core.documents import StoredDocument
+from tarantula.core.frontier import Entry, Gate, HashSet, host_of, url_hash
+from tarantula.core.index import joined, restored
+from tarantula.core.state import Run
+from tarantula.store.outputs import close_outputs, ready_outputs
+from tarantula.store.sqlite.database import StateDB
+from tarantula.store.sqlite.documents import SqliteDocuments
+from tarantula.store.sqlite.frontier import SqliteFrontier
+from tarantula.store.sqlite.requisites import SqliteRequisites
+from tarantula.store.sqlite.runs import RunLog
+from tarantula.store.sqlite.shared import SharedDB, connect_crawl, shard_path
+
+if TYPE_CHECKING:
+    from tarantula.helpers import Helpers
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two exchanges of a busy process with the inboxes: its links posted, its own
+#: inbox read. Short, so that a host another process owns waits for its links no longer than a
+#: page or two takes.
+EXCHANGE = 0.02
+
+
+class HostOwners:
+    """Which process owns each host: given round-robin in the order the crawl discovers hosts
+    (so that N processes own about as many hosts each), kept in the shared database, remembered
+    here once asked."""
+
+    def __init__(self, shared: SharedDB) -> None:
+        self.shared = shared
+        self._owners: dict[str, int] = {}
+
+    def owner(self, host: str) -> int:
+        shard = self._owners.get(host)
+        if shard is None:
+            with self.shared.write():
+                self.shared.execute(
+                    "INSERT INTO hosts (host, shard) SELECT ?, count(*) % ? + 1 FROM hosts"
+                    " WHERE true ON CONFLICT DO NOTHING",
+                    (host, self.shared.processes),
+                )
+                shard = self.shared.execute(
+                    "SELECT shard FROM hosts WHERE host = ?", (host,)
+                ).fetchone()[0]
+            self._owners[host] = shard
+        return shard
+
+
+class ShardFrontier:
+    """This process's frontier (a :class:`SqliteFrontier` over its own database) for the hosts it
+    owns, and the inboxes for those it does not (see the module's docstring)."""
+
+    def __init__(self, inner: SqliteFrontier, shared: SharedDB, owners: HostOwners,
+                 shard: int) -> None:  # fmt: skip
+        self.inner = inner
+        self.db = inner.db
+        self.shared = shared
+        self.owners = owners
+        self.shard = shard
+        self._sent = HashSet()  # URLs posted to another's inbox in this run
+        self._outbox: list[tuple[Any, ...]] = []
+        self._drained = 0  # the last inbox row taken into the own frontier
+        self._deletable = 0  # ... and committed there: deleted from the inbox after the commit
+        self._next_exchange = 0.0
+        self._busy = True
+        self.db.on_commit(before=self._before_commit, after=self._after_commit)
+
+    @property
+    def generation(self) -> int:
+        return self.inner.generation
+
+    @property
+    def dfs(self) -> bool:
+        return self.inner.dfs
+
+    def begin(self, kind: str, generation: int) -> None:
+        self.inner.begin(kind, generation)
+        self._sent = HashSet()
+        self._busy = True
+
+    def _mine(self, url: str) -> bool:
+        return self.owners.owner(host_of(url)) == self.shard
+
+    def seen(self, url: str) -> bool:
+        """Of a host this process owns, its frontier's answer; of another's, whether this process
+        posted it already (a guess: the owner decides)."""
+        if self._mine(url):
+            return self.inner.seen(url)
+        return url_hash(url) in self._sent
+
+    def push(self, url: str, original: str, depth: int, key: bytes | None = None,
+             extra: str | None = None, referrer: str | None = None) -> bool:  # fmt: skip
+        if self._mine(url):
+            return self.inner.push(url, original, depth, key, extra, referrer)
+        h = url_hash(url)
+        if h in self._sent:
+            return False
+        self._sent.add(h)
+        self._post(url, original, depth, key, extra, referrer, requeue=False)
+        return True
+
+    def requeue(self, url: str, original: str, depth: int, key: bytes | None = None,
+                extra: str | None = None) -> None:  # fmt: skip
+        if self._mine(url):
+            self.inner.requeue(url, original, depth, key, extra)
+        else:
+            self._post(url, original, depth, key, extra, None, requeue=True)
+
+    def _post(self, url: str, original: str, depth: int, key: bytes | None, extra: str | None,
+              referrer: str | None, *, requeue: bool) -> None:  # fmt: skip
+        owner = self.owners.owner(host_of(url))
+        self._outbox.append((owner, url, original, depth, key, extra, referrer, int(requeue)))
+        self.db.changed()  # the next commit flushes it, if an exchange has not
+
+    def flush(self) -> None:
+        """Post the links found for other processes' hosts, marking their owners busy."""
+        if not self._outbox:
+            return
+        owners = sorted({row[0] for row in self._outbox})
+        with self.shared.write() as sql:
+            sql.executemany(
+                "INSERT INTO inbox (shard, url, original, depth, key, extra, referrer, requeue)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                self._outbox,
+            )
+            sql.execute(
+                f"UPDATE shards SET busy = 1 WHERE shard IN ({','.join('?' * len(owners))})",
+                owners,
+            )
+        self._outbox.clear()
+
+    def drain(self) -> int:
+        """Take the links other processes posted for this one's hosts into its own frontier
+        (they leave the inbox once that is committed); how many."""
+        rows = self.shared.execute(
+            "SELECT id, url, original, depth, key, extra, referrer, requeue FROM inbox"
+            " WHERE shard = ? AND id > ? ORDER BY id",
+            (self.shard, self._drained),
+        ).fetchall()
+        for row_id, url, original, depth, key, extra, referrer, requeue in rows:
+            if requeue:
+                self.inner.requeue(url, original, depth, key, extra)
+            else:
+                self.inner.push(url, original, depth, key, extra, referrer)
+            self._drained = row_id
+        if rows:
+            self._busy = True  # as whoever posted them marked this process
+            self.db.changed()  # the next commit takes them out of the inbox
+        return len(rows)
+
+    def _exchange(self) -> None:
+        now = time.monotonic()
+        if now >= self._next_exchange:
+            self._next_exchange = now + EXCHANGE
+            self.flush()
+            self.drain()
+
+    def _before_commit(self) -> None:
+        self.flush()  # a page's links are posted before the commit that acknowledges it
+        self._deletable = self._drained
+
+    def _after_commit(self) -> None:
+        if self._deletable:
+            self.shared.execute(
+                "DELETE FROM inbox WHERE shard = ? AND id <= ?", (self.shard, self._deletable)
+            )
+            self._deletable = 0
+
+    def lease(self, now: float = 0.0, gate: Gate | None = None) -> Entry | None:
+        self._exchange()
+        return self.inner.lease(now, gate)
+
+    def ack(self, url: str, outcome: str) -> None:
+        self.inner.ack(url, outcome)
+
+    def release(self, host: str) -> None:
+        self.inner.release(host)
+
+    def next_due(self) -> float | None:
+        due = self.inner.next_due()
+        # Links may arrive in the inbox while this process waits: look again soon.
+        soon = time.monotonic() + 10 * EXCHANGE
+        return soon if due is None else min(due, soon)
+
+    def pending(self) -> int:
+        """How many URLs are queued in the whole crawl (the others' as they last said)."""
+        others = self.shared.execute(
+            "SELECT coalesce(sum(pending), 0) FROM shards WHERE shard != ?", (self.shard,)
+        ).fetchone()[0]
+        return self.inner.pending() + int(others)
+
+    def has_pending(self) -> bool:
+        return self.inner.has_pending()
+
+    def _leased(self) -> bool:
+        return self.db.execute("SELECT 1 FROM urls WHERE state = 1 LIMIT 1").fetchone() is not None
+
+    def active(self) -> bool:
+        """Whether the crawl may still hand out URLs: this process has some queued or leased,
+        or another is busy, or an inbox holds links (see the module's docstring)."""
+        self.flush()
+        self.drain()
+        if self.inner.has_pending() or self._leased():
+            if not self._busy:
+                self.shared.execute("UPDATE shards SET busy = 1 WHERE shard = ?", (self.shard,))
+                self._busy = True
+            return True
+        if self._busy:
+            self.db.commit_if_changed()  # what was drained is committed, and leaves the inbox
+            cursor = self.shared.execute(
+                "UPDATE shards SET busy = 0 WHERE shard = ?"
+                " AND NOT EXISTS (SELECT 1 FROM inbox WHERE shard = ? AND id > ?)",
+                (self.shard, self.shard, self._drained),
+            )
+            if not cursor.rowcount:
+                return True  # links arrived meanwhile
+            self._busy = False
+        row = self.shared.execute(
+            "SELECT EXISTS (SELECT 1 FROM shards WHERE busy = 1)"
+            " OR EXISTS (SELECT 1 FROM inbox)"
+        ).fetchone()
+        return bool(row[0])
+
+    def take_dropped(self) -> int:
+        return self.inner.take_dropped()
+
+    def extend(self, url: str, seconds: float | None = None) -> float | None:
+        return None
+
+    def queued_among(self, hashes: list[int]) -> set[int]:
+        return self.inner.queued_among(hashes)
+
+
+class ShardDocuments(SqliteDocuments):
+    """This process's documents in its own database, with the content and page claims in the
+    shared one, so that the crawl finds exact duplicates and keeps ``max-page-number`` across
+    its processes as one process would."""
+
+    def __init__(self, db: StateDB, shared: SharedDB, shard: int) -> None:
+        super().__init__(db)
+        self.shared = shared
+        self.shard = shard
+        self._claimed_pages = False
+
+    # -- content claims ----------------------------------------------------------------------
+
+    def claim_content(self, md5: str, url: str, claim: bool = True,
+                      path: str | None = None) -> str | None:  # fmt: skip
+        owner = super().claim_content(md5, url, claim=False)
+        if owner is not None:
+            return owner
+        if claim:
+            self.shared.execute(
+                "INSERT INTO contents VALUES (?, ?) ON CONFLICT DO NOTHING", (md5, url)
+            )
+        row = self.shared.execute("SELECT url FROM contents WHERE md5 = ?", (md5,)).fetchone()
+        if row is not None and row[0] != url:
+            return str(row[0])
+        return None
+
+    async def claim_content_soon(self, md5: str, url: str, claim: bool = True,
+                                 path: str | None = None) -> str | None:  # fmt: skip
+        return self.claim_content(md5, url, claim, path)
+
+    def release(self, md5: str | None, url: str) -> None:
+        super().release(md5, url)
+        if md5 is not None:
+            self.shared.execute("DELETE FROM contents WHERE md5 = ? AND url = ?", (md5, url))
+
+    # -- page claims -------------------------------------------------------------------------
+
+    def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
+        if limit <= 0 or self.document(url) is not None:
+            return True
+        self._claimed_pages = True
+        with self.shared.write():
+            if self.shared.execute("SELECT 1 FROM pages WHERE url = ?", (url,)).fetchone():
+                return True
+            claimed = self.shared.execute(
+                "SELECT value FROM counters WHERE name = 'pages'"
+            ).fetchone()
+            if claimed is not None and claimed[0] >= limit:
+                return False
+            self.shared.execute("INSERT INTO pages VALUES (?, 0)", (url,))
+            self._count_pages(+1)
+        return True
+
+    def _count_pages(self, change: int) -> None:
+        self.shared.execute(
+            "INSERT INTO counters VALUES ('pages', ?)"
+            " ON CONFLICT (name) DO UPDATE SET value = value + excluded.value",
+            (change,),
+        )
+
+    def release_page(self, url: str) -> None:
+        super().release_page(url)
+        if self._claimed_pages:
+            with self.shared.write():
+                cursor = self.shared.execute("DELETE FROM pages WHERE url = ? AND stored = 0", (url,))
+                if cursor.rowcount:
+                    self._count_pages(-1)
+
+    # -- documents ---------------------------------------------------------------------------
+
+    def store(self, doc: StoredDocument) -> None:
+        old = self.document(doc.url)
+        super().store(doc)
+        if old is not None and old.md5 != doc.md5:
+            self.shared.execute(
+                "DELETE FROM contents WHERE md5 = ? AND url = ?", (old.md5, doc.url)
+            )
+        if self._claimed_pages:
+            self.shared.execute("UPDATE pages SET stored = 1 WHERE url = ?", (doc.url,))
+
+    def remove(self, url: str) -> StoredDocument | None:
+        doc = super().remove(url)
+        if doc is not None:
+            with self.shared.write():
+                self.shared.execute(
+                    "DELETE FROM contents WHERE md5 = ? AND url = ?", (doc.md5, url)
+                )
+                if self.shared.execute("DELETE FROM pages WHERE url = ?", (url,)).rowcount:
+                    self._count_pages(-1)
+        return doc
+
+    def count(self) -> int:
+        """The documents of the whole crawl: this process's, and the others' as they last said."""
+        others = self.shared.execute(
+            "SELECT coalesce(sum(documents), 0) FROM shards WHERE shard != ?", (self.shard,)
+        ).fetchone()[0]
+        return super().count() + int(others)
+
+    def own_count(self) -> int:
+        return super().count()
+
+    def records(self) -> Iterator[str]:
+        """The index records of every process's documents (process by process, each in the
+        order its documents were first stored): the index as a rewrite writes it."""
+        db = connect_crawl(self.shared.path)
+        try:
+            for url, line, links in db.execute("SELECT url, record, links FROM documents"):
+                yield joined(restored(url, line), links)
+        finally:
+            db.close()
+
+    def duplicates(self) -> Iterator[tuple[str, str]]:
+        db = connect_crawl(self.shared.path)
+        try:
+            yield from db.execute(
+                "SELECT url, original FROM duplicates WHERE generation = ?", (self.generation,)
+            )
+        finally:
+            db.close()
+
+
+class ShardRequisites(SqliteRequisites):
+    """The page requisites of the whole crawl, in the shared database: a page and its requisite
+    are often different processes' (another host)."""
+
+    db: Any
+
+    def __init__(self, shared: SharedDB) -> None:
+        super().__init__(shared)  # type: ignore[arg-type]  (its execute and changed suffice)
+        self.shared = shared
+
+    def want(self, urls: list[str], page: str, limit: int) -> list[str]:
+        with self.shared.write():
+            self._count = None  # another process may have wanted some since
+            wanted = super().want(urls, page, limit)
+        return wanted
+
+
+class ShardStore:
+    """The store of process ``shard`` (1 to ``processes``) of the crawl in repository ``root``
+    (see the module's docstring); process 1 starts the others with ``helpers``."""
+
+    def __init__(self, root: Path, traversal: str, shard: int, processes: int,
+                 helpers: Helpers | None = None) -> None:  # fmt: skip
+        from tarantula.store.sqlite import state_path
+
+        self.root = root
+        self.worker = ""
+        self.shard = shard
+        self.shared = SharedDB(state_path(root), processes if shard == 1 else 0)
+        self.count = self.shared.processes
+        self.db = StateDB(shard_path(root, shard))
+        self.runs = RunLog(self.shared)  # type: ignore[arg-type]  (its execute and changed suffice)
+        owners = HostOwners(self.shared)
+        self.frontier = ShardFrontier(SqliteFrontier(self.db, traversal), self.shared, owners, shard)
+        self.documents = ShardDocuments(self.db, self.shared, shard)
+        self.requisites = ShardRequisites(self.shared)
+        self.helpers = helpers
+        self._parent = os.getppid()
+        self._stopping = False
+
+    @property
+    def processes(self) -> tuple[int, int]:
+        return self.shard, self.count
+
+    @property
+    def generation(self) -> int:
+        return self.frontier.generation
+
+    @property
+    def in_memory(self) -> bool:
+        return False
+
+    def begin(self) -> Run:
+        if self.shard == 1:
+            run = self._begin_run()
+        else:
+            last = self.runs.last()
+            if last is None or last.ended is not None:
+                raise RuntimeError("process %d of a crawl found no run to join" % self.shard)
+            run = Run(last.id, last.kind, last.generation, last.started, None, None,
+                      last.crawl_started, joined=True)  # fmt: skip
+            self.runs.current = run
+        self.shared.execute("UPDATE shards SET pid = ? WHERE shard = ?", (os.getpid(), self.shard))
+        self.frontier.begin(run.kind, run.generation)
+        self.documents.generation = self.requisites.generation = run.generation
+        self.db.commit()
+        ready_outputs(self.documents, run, self.root)
+        if self.shard == 1 and self.helpers is not None:
+            self.helpers.start(self.count)
+        return run
+
+    def _begin_run(self) -> Run:
+        with self.shared.write() as sql:
+            run = self.runs.begin()
+            sql.execute("DELETE FROM shards")
+            sql.executemany(
+                "INSERT INTO shards (shard, busy) VALUES (?, 1)",
+                [(n,) for n in range(1, self.count + 1)],
+            )
+            if run.kind == "resume":
+                # Pages claimed by documents a kill left unstored are claimed again when their
+                # URLs (leased, so queued again) come back.
+                sql.execute("DELETE FROM pages WHERE stored = 0")
+                sql.execute(
+                    "INSERT INTO counters SELECT 'pages', count(*) FROM pages WHERE true"
+                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+                )
+        return run
+
+    def end(self, reason: str) -> None:
+        if self.shard == 1:
+            if self.helpers is not None:
+                self.helpers.finish(stop=reason != "finished")
+            reasons = [
+                r for (r,) in self.shared.execute("SELECT reason FROM shards WHERE shard != 1")
+            ]
+            if reason == "finished" and any(r != "finished" for r in reasons):
+                reason = next((r for r in reasons if r and r != "finished"), "killed")
+                logger.warning("A process of the crawl ended with %s: the crawl is not complete", reason)
+            self.shared.execute(
+                "UPDATE shards SET reason = ?, busy = 0 WHERE shard = 1", (reason,)
+            )
+            self.runs.end(reason)
+            self.db.commit()
+            close_outputs(self.documents, rewrite=self.generation > 1)
+        else:
+            self.shared.execute(
+                "UPDATE shards SET reason = ?, busy = 0 WHERE shard = ?", (reason, self.shard)
+            )
+            self.db.commit()
+        self.close()
+
+    def stored(self, doc: StoredDocument) -> None:
+        self.documents.store(doc)
+        self.frontier.ack(doc.url, "stored")
+
+    def commit(self) -> None:
+        self.db.commit()
+
+    def tick(self) -> None:
+        """Commit what changed, say how much this process holds, and stop when the process that
+        started it is gone, or, in process 1, when another ended before the crawl did."""
+        self.db.commit_if_changed()
+        self.shared.execute(
+            "UPDATE shards SET pending = ?, documents = ? WHERE shard = ?",
+            (self.frontier.inner.pending(), self.documents.own_count(), self.shard),
+        )
+        if self._stopping:
+            return
+        if self.shard == 1:
+            failed = self.helpers.failed() if self.helpers is not None else None
+            if failed:
+                logger.error("%s; the crawl stops (run it again to resume it)", failed)
+                self._stop()
+        elif os.getppid() != self._parent:
+            logger.warning("The crawl's first process is gone: this one stops")
+            self._stop()
+
+    def _stop(self) -> None:
+        """Stop this process's crawl as Ctrl-C does (Scrapy's graceful shutdown)."""
+        self._stopping = True
+        os.kill(os.getpid(), signal.SIGINT)
+
+    def close(self) -> None:
+        self.db.close()
+        self.shared.close()
