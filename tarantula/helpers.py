@@ -3,8 +3,10 @@ process with its own command line and ``-a worker=2`` ... ``-a worker=N``, each 
 of the hosts it owns (:mod:`tarantula.store.sqlite.shards`).
 
 They run in a session of their own, so that the terminal's Ctrl-C reaches the first process only,
-which stops them once (a second Ctrl-C would make Scrapy stop a helper uncleanly); a helper whose
-first process is gone stops by itself. What a helper logs on standard error is written to the
+which stops them once (a second Ctrl-C would make Scrapy stop a helper uncleanly). They die with
+the first process (Linux's parent-death signal, :func:`die_with_parent`): a ``kill -9`` of the
+first process is one of the whole crawl, which the next run resumes; elsewhere a helper whose first
+process is gone stops by itself within a second. What a helper logs on standard error is written to the
 first process's log handler, line by line, as that handler would show a record of its level (a
 status line at log-level 1 keeps warnings only); its standard output is not shown (a helper prints
 no summary: the first process's shows the whole crawl).
@@ -12,7 +14,9 @@ no summary: the first process's shows the whole crawl).
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import re
 import signal
 import subprocess
@@ -106,6 +110,19 @@ class Helpers:
         for process in self.processes.values():
             if process.poll() is None:
                 process.send_signal(which)
+
+
+def die_with_parent() -> None:
+    """Have the kernel kill this helper when the process that started it ends (Linux; nothing
+    elsewhere), and end now if it has ended already."""
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it ended before the call
+        os._exit(1)
 
 
 def _relay(stream: IO[bytes]) -> None:

@@ -92,6 +92,7 @@ class ShardFrontier:
         self.owners = owners
         self.shard = shard
         self._sent = HashSet()  # URLs posted to another's inbox in this run
+        self._netlocs: dict[str, int] = {}
         self._outbox: list[tuple[Any, ...]] = []
         self._drained = 0  # the last inbox row taken into the own frontier
         self._deletable = 0  # ... and committed there: deleted from the inbox after the commit
@@ -112,8 +113,16 @@ class ShardFrontier:
         self._sent = HashSet()
         self._busy = True
 
+    def _owner(self, url: str) -> int:
+        # Asked of every link a page has: by the URL's host and port as written, parsed once.
+        netloc = url.partition("://")[2].partition("/")[0]
+        owner = self._netlocs.get(netloc)
+        if owner is None:
+            owner = self._netlocs[netloc] = self.owners.owner(host_of(url))
+        return owner
+
     def _mine(self, url: str) -> bool:
-        return self.owners.owner(host_of(url)) == self.shard
+        return self._owner(url) == self.shard
 
     def seen(self, url: str) -> bool:
         """Of a host this process owns, its frontier's answer; of another's, whether this process
@@ -142,7 +151,7 @@ class ShardFrontier:
 
     def _post(self, url: str, original: str, depth: int, key: bytes | None, extra: str | None,
               referrer: str | None, *, requeue: bool) -> None:  # fmt: skip
-        owner = self.owners.owner(host_of(url))
+        owner = self._owner(url)
         self._outbox.append((owner, url, original, depth, key, extra, referrer, int(requeue)))
         self.db.changed()  # the next commit flushes it, if an exchange has not
 
@@ -280,13 +289,12 @@ class ShardDocuments(SqliteDocuments):
 
     def claim_content(self, md5: str, url: str, claim: bool = True,
                       path: str | None = None) -> str | None:  # fmt: skip
-        owner = super().claim_content(md5, url, claim=False)
-        if owner is not None:
-            return owner
-        if claim:
-            self.shared.execute(
-                "INSERT INTO contents VALUES (?, ?) ON CONFLICT DO NOTHING", (md5, url)
-            )
+        """As one process's, with every process's claims: the shared ``contents`` table holds
+        the content of every document stored or on its way (each is claimed first)."""
+        if claim and self.shared.execute(
+            "INSERT INTO contents VALUES (?, ?) ON CONFLICT DO NOTHING", (md5, url)
+        ).rowcount:
+            return None  # claimed now: the first with this content
         row = self.shared.execute("SELECT url FROM contents WHERE md5 = ?", (md5,)).fetchone()
         if row is not None and row[0] != url:
             return str(row[0])
@@ -297,7 +305,6 @@ class ShardDocuments(SqliteDocuments):
         return self.claim_content(md5, url, claim, path)
 
     def release(self, md5: str | None, url: str) -> None:
-        super().release(md5, url)
         if md5 is not None:
             self.shared.execute("DELETE FROM contents WHERE md5 = ? AND url = ?", (md5, url))
 
@@ -337,12 +344,15 @@ class ShardDocuments(SqliteDocuments):
     # -- documents ---------------------------------------------------------------------------
 
     def store(self, doc: StoredDocument) -> None:
-        old = self.document(doc.url)
+        # A recrawl's changed document no longer holds its old content.
+        old = (
+            self.db.execute("SELECT md5 FROM documents WHERE url = ?", (doc.url,)).fetchone()
+            if self.generation > 1
+            else None
+        )
         super().store(doc)
-        if old is not None and old.md5 != doc.md5:
-            self.shared.execute(
-                "DELETE FROM contents WHERE md5 = ? AND url = ?", (old.md5, doc.url)
-            )
+        if old is not None and old[0] != doc.md5:
+            self.shared.execute("DELETE FROM contents WHERE md5 = ? AND url = ?", (old[0], doc.url))
         if self._claimed_pages:
             self.shared.execute("UPDATE pages SET stored = 1 WHERE url = ?", (doc.url,))
 
@@ -424,6 +434,11 @@ class ShardStore:
         self.documents = ShardDocuments(self.db, self.shared, shard)
         self.requisites = ShardRequisites(self.shared)
         self.helpers = helpers
+        if shard > 1:
+            from tarantula import helpers as launch
+
+            if launch.command_line() is not None:  # started by the crawl command: a helper
+                launch.die_with_parent()
         self._parent = os.getppid()
         self._stopping = False
 

@@ -1,0 +1,168 @@
+"""The store of a crawl on N processes (:mod:`tarantula.store.sqlite.shards`), its two processes
+opened side by side in this one: links cross to their host's owner through the inbox, claims are
+the crawl's, the crawl ends only when both are idle and no inbox holds a link, a kill loses
+nothing, and the tools read both databases as one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tarantula.core.documents import StoredDocument
+from tarantula.core.index import IndexRecord, format_record
+from tarantula.store.sqlite.facts import folder_documents, url_facts
+from tarantula.store.sqlite.shards import ShardStore
+from tarantula.store.sqlite.shared import processes_of
+
+
+def doc(url: str, md5: str = "") -> StoredDocument:
+    record = format_record(IndexRecord("0" * 32, url, url, "t", "utf-8", "text/html", None, None))
+    return StoredDocument(url, url.split("//", 1)[1], md5 or url, None, None, record)
+
+
+def pair(root: Path) -> tuple[ShardStore, ShardStore]:
+    """Process 1 begun (the run recorded), then process 2 joined; hosts a.test and b.test given
+    to them in that order."""
+    first = ShardStore(root, "bfs", 1, 2)
+    first.begin()
+    second = ShardStore(root, "bfs", 2, 2)
+    second.begin()
+    assert first.frontier.push("http://a.test/", "http://a.test/", 0)  # a.test: the first host
+    assert first.frontier.push("http://b.test/", "http://b.test/", 0)  # b.test: the second
+    first.commit()
+    return first, second
+
+
+def lease_all(store: ShardStore) -> list[str]:
+    leased = []
+    while (entry := store.frontier.lease()) is not None:
+        leased.append(entry.url)
+    return leased
+
+
+def test_a_link_goes_to_its_host_s_owner_and_the_crawl_ends_when_both_are_idle(tmp_path):
+    first, second = pair(tmp_path)
+    assert first.processes == (1, 2) and second.processes == (2, 2)
+    assert processes_of(tmp_path / ".tarantula" / "state.db") == 2
+    assert lease_all(first) == ["http://a.test/"]  # b.test is the other's
+    assert first.frontier.seen("http://b.test/")  # posted by this process: a guess it may give
+    assert not second.frontier.seen("http://b.test/")  # not taken from the inbox yet
+    assert first.frontier.active() and second.frontier.active()
+    assert lease_all(second) == ["http://b.test/"]
+    # b.test's page links to a page of a.test: it waits in a.test's owner's inbox.
+    assert second.frontier.push("http://a.test/x", "http://a.test/x", 1)
+    assert not second.frontier.push("http://a.test/x", "http://a.test/x", 1)  # once a run
+    second.stored(doc("http://b.test/"))
+    second.commit()  # the link is posted before the page is acknowledged
+    assert first.frontier.active()  # a.test's page is still leased
+    first.stored(doc("http://a.test/"))
+    assert lease_all(first) == ["http://a.test/x"]
+    assert second.frontier.active()  # a.test/x is in flight at the other
+    first.stored(doc("http://a.test/x"))
+    first.commit()
+    assert not first.frontier.active()
+    assert not second.frontier.active()
+    assert first.frontier.pending() == second.frontier.pending() == 0
+    assert first.documents.own_count() == 2
+    second.tick()  # says how much it holds
+    assert first.documents.count() == 3  # the crawl's, as the status line shows it
+    second.end("finished")
+    first.end("finished")
+    last = ShardStore(tmp_path, "bfs", 1, 2).runs.last()
+    assert last is not None and last.complete
+
+
+def test_a_process_that_is_not_idle_keeps_the_other_going(tmp_path):
+    first, second = pair(tmp_path)
+    assert lease_all(first) == ["http://a.test/"]
+    first.stored(doc("http://a.test/"))
+    first.commit()
+    assert first.frontier.active()  # b.test waits in the other's inbox
+    assert lease_all(second) == ["http://b.test/"]
+    assert first.frontier.active()  # leased at the other: its links may come
+    second.frontier.ack("http://b.test/", "http-404")
+    second.commit()
+    assert not second.frontier.active() and not first.frontier.active()
+
+
+def test_content_and_page_claims_are_the_crawl_s(tmp_path):
+    first, second = pair(tmp_path)
+    assert first.documents.claim_content("m", "http://a.test/") is None
+    assert second.documents.claim_content("m", "http://b.test/") == "http://a.test/"
+    assert second.documents.claim_content("m", "http://b.test/", claim=False) == "http://a.test/"
+    first.documents.release("m", "http://a.test/")  # not stored after all
+    assert second.documents.claim_content("m", "http://b.test/") is None
+    assert first.documents.claim_page("http://a.test/", 2)
+    assert second.documents.claim_page("http://b.test/", 2)
+    assert not first.documents.claim_page("http://a.test/y", 2)  # the crawl's limit
+    assert second.documents.claim_page("http://b.test/", 2)  # its own claim holds
+    second.documents.release_page("http://b.test/")
+    assert first.documents.claim_page("http://a.test/y", 2)
+
+
+def test_requisites_are_wanted_once_by_the_crawl(tmp_path):
+    first, second = pair(tmp_path)
+    assert first.requisites.want(["http://c.test/s.css"], "http://a.test/", 0) == [
+        "http://c.test/s.css"
+    ]
+    assert second.requisites.want(["http://c.test/s.css", "http://c.test/i.png"],
+                                  "http://b.test/", 2) == ["http://c.test/i.png"]  # fmt: skip
+    assert second.requisites.want(["http://c.test/j.png"], "http://b.test/", 2) == []  # limit
+    first.requisites.stored("http://c.test/s.css", "c.test/s.css", "m", "text/css", None)
+    found = second.requisites.requisite("http://c.test/s.css")
+    assert found is not None and found.path == "c.test/s.css"
+    assert second.requisites.path_owner("c.test/s.css") == "http://c.test/s.css"
+
+
+def test_a_kill_loses_no_link_in_an_inbox(tmp_path):
+    first, second = pair(tmp_path)
+    lease_all(first)
+    first.frontier.push("http://b.test/z", "http://b.test/z", 1)
+    first.stored(doc("http://a.test/"))
+    first.commit()
+    assert second.frontier.drain() == 2  # b.test/ and b.test/z, in its frontier, not committed
+    second.db.sql.close()  # killed before its commit: the inbox still holds them
+    first.db.sql.close()
+    first.shared.close()
+    second.shared.close()
+    again = ShardStore(tmp_path, "bfs", 1, 2)
+    assert again.begin().kind == "resume"
+    other = ShardStore(tmp_path, "bfs", 2, 2)
+    assert other.begin().joined
+    assert lease_all(other) == ["http://b.test/", "http://b.test/z"]
+
+
+def test_the_tools_read_every_process_s_database(tmp_path):
+    first, second = pair(tmp_path)
+    lease_all(first)
+    lease_all(second)
+    first.stored(doc("http://a.test/"))
+    second.documents.claim_content("x", "http://b.test/")
+    second.stored(doc("http://b.test/", "x"))
+    second.documents.add_duplicate("http://b.test/copy", "http://a.test/")
+    first.commit()
+    second.commit()
+    documents = folder_documents(tmp_path)
+    assert not isinstance(documents, str)
+    assert [d.url for d in documents] == ["http://a.test/", "http://b.test/"]
+    met = url_facts(tmp_path, "http://b.test/")
+    assert not isinstance(met, str) and (met.outcome, met.stored_as) == ("stored", "b.test/")
+    assert sorted(first.documents.records()) == sorted(
+        [doc("http://a.test/").record, doc("http://b.test/").record]
+    )
+    first.documents.generation = 1
+    assert list(first.documents.duplicates()) == [("http://b.test/copy", "http://a.test/")]
+
+
+@pytest.mark.parametrize("worker", ["w", "3", "1"])
+def test_a_helper_number_out_of_range_is_refused(tmp_path, worker):
+    from tarantula.core.config import CrawlConfig
+    from tarantula.store import StoreUnavailable
+    from tarantula.store.sqlite.backend import SqliteBackend
+
+    ShardStore(tmp_path / "repo", "bfs", 1, 2).begin()
+    config = CrawlConfig(path=tmp_path / "c.conf", starting_points=("http://a.test/",),
+                         repository=tmp_path / "repo", processes=2)  # fmt: skip
+    with pytest.raises(StoreUnavailable, match="helpers are 2 to 2"):
+        SqliteBackend(config).open(tmp_path / "repo", worker=worker)
