@@ -102,7 +102,9 @@ class Helpers:
         for relay in self._relays:
             relay.join(timeout=5)
         for number, process in self.processes.items():
-            if process.returncode != 0:
+            # Stopped here, a helper still starting ends as Ctrl-C ends a program (status 1 or
+            # -2): not a failure of it.
+            if process.returncode != 0 and not (stopped and process.returncode in (1, -2)):
                 logger.error("Process %d of the crawl ended with status %s", number,
                              process.returncode)  # fmt: skip
 
@@ -131,7 +133,7 @@ def _relay(stream: IO[bytes]) -> None:
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace")
         if match := _LEVEL.match(line):
-            level = logging.getLevelName(match[1])
+            level = logging.getLevelNamesMapping().get(match[1], logging.INFO)
         handler = get_scrapy_root_handler()
         if handler is None:
             sys.stderr.write(line)

@@ -24,7 +24,7 @@ class StatsCollector(MemoryStatsCollector):
     process's own."""
 
     __getattribute__ = object.__getattribute__
-    others: dict[str, Any] = {}  # noqa: RUF012 (replaced, never changed in place)
+    others: dict[str, Any] = {}
 
     def get_stats(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         own = super().get_stats(*args, **kwargs)

@@ -182,6 +182,19 @@ class Politeness:
         host.last_start = now
         host.due = max(host.due, now + self.gap(name))
 
+    def went(self, name: str, at: float) -> None:
+        """Another process's request to ``name`` went out at ``at`` (the robots.txt a crawl on N
+        processes fetched once for all): the next request keeps the gap after it.
+
+        >>> p = Politeness(delay=1.0)
+        >>> p.went("h", 10.0), p.due("h"), p.wire_wait("h", 10.5)
+        (None, 11.0, 0.5)
+        """
+        host = self.host(name)
+        if at > host.last_start:
+            host.last_start = at
+            host.due = max(host.due, at + self.gap(name))
+
     def set_crawl_delay(self, name: str, seconds: float) -> None:
         """robots.txt asks for ``seconds`` between requests; it applies from the latest request."""
         host = self.host(name)

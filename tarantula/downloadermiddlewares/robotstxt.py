@@ -16,6 +16,11 @@ raised.
 
 :meth:`allowed` lets the spider ask about links before it lists them in the index.
 
+In a crawl on N processes each site's robots.txt is fetched once for all (the store's
+:class:`~tarantula.store.SharedRobots`): the first process to need it fetches it and publishes
+what it gave; the others take that, count the request in the host's politeness, and read the
+rules as if fetched there (Crawl-delay, sitemaps), without counting a request of their own.
+
 Stats: ``tarantula/robots/unavailable`` per host disallowed that way.
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -33,6 +39,8 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
+from tarantula.context import context_of
+from tarantula.core.frontier import host_of
 from tarantula.outcomes import DOWNLOAD_FAILURES, RobotsUnavailable, failure_kind
 
 if TYPE_CHECKING:
@@ -40,10 +48,14 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
 
+    from tarantula.store import SharedRobots
+
 logger = logging.getLogger(__name__)
 
 _DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 ROBOTS_MAX_BYTES = 500 * 1024
+#: Seconds between two looks at the answer another process of the crawl is fetching.
+SHARED_POLL = 0.02
 #: URLs whose robots.txt answer is remembered (about 100 bytes each); the memory is cleared when full.
 ANSWERS_KEPT = 65536
 
@@ -100,6 +112,9 @@ class RobotsTxtMiddleware:
         #: Sites whose robots.txt could not be had, and how it failed (``dns``, ``http-503``...).
         self.unavailable: dict[str, str] = {}
         self._answers: dict[str, bool] = {}  # see allows()
+        # What each fetch gave, for the other processes of a crawl on N processes to share.
+        self._rules: dict[str, bytes] = {}
+        self._failures: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsTxtMiddleware:
@@ -138,7 +153,43 @@ class RobotsTxtMiddleware:
             assert not isinstance(parser, Deferred)
         return parser
 
+    def _shared(self) -> SharedRobots | None:
+        """The robots.txt answers shared by the processes of a crawl on N processes, if any."""
+        try:
+            return context_of(self.crawler).store.robots
+        except NotConfigured:  # another spider of the project
+            return None
+
     async def _fetch(self, key: str) -> None:
+        shared = self._shared()
+        if shared is not None and not shared.claim(key):
+            await self._learn_shared(key, shared)
+            return
+        await self._download(key)
+        if shared is not None:
+            failure = self._failures.get(key)
+            shared.publish(key, None if failure else self._rules.get(key), failure)
+
+    async def _learn_shared(self, key: str, shared: SharedRobots) -> None:
+        """Take the rules of ``key`` that another process of the crawl fetched (waiting until it
+        has), and count that request in the host's politeness, as one process would have."""
+        while (answer := shared.answer(key)) is None:
+            await asyncio.sleep(SHARED_POLL)
+        rules, failure, at = answer
+        context = context_of(self.crawler)
+        context.politeness.went(host_of(key + "/"), time.monotonic() - (time.time() - at))
+        if failure is not None:
+            self.unavailable[key] = failure[0]
+            self._parsed(key, _DISALLOW_ALL)
+            return
+        rp = self._parsed(key, rules or b"")
+        # As if fetched here: the host's Crawl-delay and sitemaps (which the frontier takes once).
+        await self.crawler.signals.send_catch_log_async(
+            signal=signals.robots_parsed, robotparser=rp,
+            request=Request(f"{key}/robots.txt", callback=NO_CALLBACK),
+        )  # fmt: skip
+
+    async def _download(self, key: str) -> None:
         request = Request(
             f"{key}/robots.txt",
             priority=self.DOWNLOAD_PRIORITY,
@@ -170,6 +221,7 @@ class RobotsTxtMiddleware:
 
     def _parsed(self, key: str, body: bytes) -> RobotParser:
         rp: RobotParser = build_from_crawler(self.parser_class, self.crawler, body)
+        self._rules[key] = body  # what a crawl on N processes shares
         pending = self.parsers[key]
         self.parsers[key] = rp
         if isinstance(pending, Deferred):
@@ -180,6 +232,7 @@ class RobotsTxtMiddleware:
         logger.warning("robots.txt of %s %s: the host is disallowed for this crawl", key, why)
         self.stats.inc_value("tarantula/robots/unavailable")
         self.unavailable[key] = kind
+        self._failures[key] = (kind, why)
         self._parsed(key, _DISALLOW_ALL)
 
     async def learn(self, urls: Iterable[str]) -> None:

@@ -35,6 +35,7 @@ from tarantula.store.contract import (
     Merged,
     RequisiteStore,
     RunLog,
+    SharedRobots,
     StoreUnavailable,
 )
 
@@ -56,6 +57,7 @@ __all__ = [
     "Merged",
     "RequisiteStore",
     "RunLog",
+    "SharedRobots",
     "StoreUnavailable",
     "backend",
     "check_store",

@@ -37,8 +37,13 @@ class Frontier(Protocol):
     :class:`tarantula.leases.Leases` only, which ends each one once.
     """
 
-    generation: int
-    dfs: bool
+    @property
+    def generation(self) -> int:
+        """The crawl generation of the run begun (the first crawl is 1, each recrawl adds 1)."""
+
+    @property
+    def dfs(self) -> bool:
+        """Whether URLs are handed out depth first (``traversal-algorithm dfs``)."""
 
     def begin(self, kind: str, generation: int) -> None:
         """Start a run: a fresh ``crawl``, a ``resume`` (leased URLs are queued again) or a
@@ -185,6 +190,24 @@ class RequisiteStore(Protocol):
         """The URL of the requisite whose copy is at mirror ``path``, if any."""
 
 
+class SharedRobots(Protocol):
+    """The robots.txt answers the processes of a crawl on N processes share, so that each site's
+    is fetched once, as in one process: the first process to need one fetches it and publishes
+    what it learnt; the others wait for that."""
+
+    def claim(self, site: str) -> bool:
+        r"""True: this process fetches ``site``'s robots.txt (and then :meth:`publish`\ es it);
+        False: another does or did (:meth:`answer`)."""
+
+    def publish(self, site: str, rules: bytes | None, failure: tuple[str, str] | None) -> None:
+        """What the fetch of ``site``'s robots.txt gave: its ``rules``, or a ``failure`` (its
+        kind and why) that disallows the host."""
+
+    def answer(self, site: str) -> tuple[bytes | None, tuple[str, str] | None, float] | None:
+        """What :meth:`publish` said of ``site``, with when (Unix time); None while it is
+        being fetched."""
+
+
 class CrawlStore(Protocol):
     """Everything one crawl keeps (see the module's docstring), as one process sees it."""
 
@@ -199,6 +222,11 @@ class CrawlStore(Protocol):
 
     @property
     def requisites(self) -> RequisiteStore: ...
+
+    @property
+    def robots(self) -> SharedRobots | None:
+        """The robots.txt answers this process shares with the crawl's others (a crawl on N
+        processes); None where each process fetches its own."""
 
     @property
     def worker(self) -> str:

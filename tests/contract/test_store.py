@@ -39,6 +39,7 @@ from tarantula.store import (
     Merged,
     RequisiteStore,
     RunLog,
+    SharedRobots,
     StoreUnavailable,
     backend,
 )
@@ -481,7 +482,11 @@ def test_runs_generations_and_the_tick(stores: Stores, tmp_path):
     assert store.generation == store.frontier.generation == store.documents.generation == 1
     assert store.requisites.generation == 1
     assert store.worker == ("w" if stores.redis_url else "")
-    assert store.processes == (1, 1)  # not a crawl on N processes (tests/integration/test_processes.py)
+    assert store.processes == (
+        1,
+        1,
+    )  # not a crawl on N processes (tests/integration/test_processes.py)
+    assert store.robots is None  # each process fetches its own robots.txt
     assert not store.in_memory
     store.stored(doc("http://a.test/1"))
     store.tick()  # the periodic call commits: the record reaches the index
@@ -581,13 +586,37 @@ def test_browse_is_kept_in_line_with_the_folder_s_documents(stores: Stores, tmp_
 # -- the suite covers the contract --------------------------------------------------------------
 
 
+def test_the_processes_of_a_crawl_on_n_share_each_robots_txt(tmp_path):
+    """A crawl on N processes (the one store that shares robots.txt answers; the other stores'
+    ``robots`` is None): the first to claim a site fetches it, the others take its answer."""
+    from tarantula.store.sqlite.shards import ShardStore
+
+    first = ShardStore(tmp_path, "bfs", 1, 2)
+    first.begin()
+    second = ShardStore(tmp_path, "bfs", 2, 2)
+    second.begin()
+    shared_first, shared_second = first.robots, second.robots
+    assert shared_first is not None and shared_second is not None
+    assert shared_first.claim("http://a.test")
+    assert not shared_second.claim("http://a.test")  # the first fetches it
+    assert shared_second.answer("http://a.test") is None  # not yet
+    before = time.time()
+    shared_first.publish("http://a.test", b"Disallow: /x", None)
+    rules, failure, at = shared_second.answer("http://a.test") or (None, None, 0.0)
+    assert (rules, failure) == (b"Disallow: /x", None) and at >= before
+    assert shared_second.claim("http://b.test")
+    shared_second.publish("http://b.test", None, ("dns", "could not be fetched"))
+    answer = shared_first.answer("http://b.test")
+    assert answer is not None and answer[:2] == (None, ("dns", "could not be fetched"))
+
+
 def test_every_member_of_the_contract_is_tested():
     """Each member of each Protocol of the contract is used by a test of this module: a member
     added to the contract needs a test here before it is one."""
     text = Path(__file__).read_text(encoding="utf-8")
     untested = []
     for protocol in (Frontier, DocumentStore, RunLog, RequisiteStore, CrawlStore, Backend,
-                     BrowseCopy):  # fmt: skip
+                     BrowseCopy, SharedRobots):  # fmt: skip
         members = {name for name in vars(protocol) if not name.startswith("_")}
         members |= set(getattr(protocol, "__annotations__", {}))
         untested += [f"{protocol.__name__}.{name}" for name in sorted(members)

@@ -57,6 +57,7 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
         "log_level": "logging",
         "period": "recrawling-options",
         "threads": "multithreading-options",
+        "processes": "multithreading-options",
         "warc": "output-options",
         "wacz": "output-options",
         "browsable": "output-options",

@@ -76,6 +76,10 @@ class RedisState:
         self._next_beat = 0.0  # on time.monotonic(): when tick beats next
 
     @property
+    def robots(self) -> None:
+        return None  # every process fetches its own robots.txt
+
+    @property
     def processes(self) -> tuple[int, int]:
         return 1, 1  # SPEC 6 processes: a crawl in one process, or a worker of a shared one
 

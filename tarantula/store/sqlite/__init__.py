@@ -50,6 +50,10 @@ class SqliteStore:
         self.requisites = SqliteRequisites(self.db)
 
     @property
+    def robots(self) -> None:
+        return None  # every process fetches its own robots.txt
+
+    @property
     def processes(self) -> tuple[int, int]:
         return 1, 1  # SPEC 6 processes: a crawl in one process, or a worker of a shared one
 

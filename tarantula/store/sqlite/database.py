@@ -12,7 +12,9 @@ counters saved) and after it (records appended to the index, which never runs ah
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+from typing import Any, Protocol
 
 from tarantula.store.folder.database import Database
 
@@ -49,6 +51,18 @@ CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NO
 ADDED_COLUMNS = (
     ("urls", "referrer", "INTEGER"), ("urls", "done", "REAL"), ("documents", "links", "BLOB"),
 )  # fmt: skip
+
+
+class Statements(Protocol):
+    """What the run log and the requisites need of a database: the crawl's own
+    (:class:`StateDB`) or the one the processes of a crawl share
+    (:class:`tarantula.store.sqlite.shared.SharedDB`)."""
+
+    def execute(
+        self, statement: str, parameters: tuple[Any, ...] | list[Any] = ()
+    ) -> sqlite3.Cursor: ...
+
+    def changed(self) -> None: ...
 
 
 class StateDB(Database):

@@ -5,7 +5,7 @@ done."""
 from __future__ import annotations
 
 from tarantula.core.requisites import Requisite
-from tarantula.store.sqlite.database import StateDB
+from tarantula.store.sqlite.database import Statements
 
 #: The columns a :class:`~tarantula.core.requisites.Requisite` is read from, in its order.
 COLUMNS = "url, page, path, md5, type, encoding, outcome"
@@ -14,7 +14,7 @@ COLUMNS = "url, page, path, md5, type, encoding, outcome"
 class SqliteRequisites:
     """Requisites wanted, fetched and failed, in the crawl's database ``db``."""
 
-    def __init__(self, db: StateDB) -> None:
+    def __init__(self, db: Statements) -> None:
         self.db = db
         self.generation = 1
         self._count: int | None = None  # requisites wanted in all, counted once, then kept

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from tarantula.core.state import Run
-from tarantula.store.sqlite.database import StateDB
+from tarantula.store.sqlite.database import Statements
 
 #: The latest run, with the start of the crawl it belongs to (its generation's first run): a
 #: resumed crawl's period still counts from when the crawl began (SPEC 8).
@@ -35,7 +35,7 @@ def last_run_at(path: Path) -> Run | None:
 class RunLog:
     """The runs of one crawl: which kind the next one is, and how each ended."""
 
-    def __init__(self, db: StateDB) -> None:
+    def __init__(self, db: Statements) -> None:
         self.db = db
         self.current: Run | None = None
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import Entry, Gate, HashSet, host_of, url_hash
 from tarantula.core.index import joined, restored
-from tarantula.core.state import Run
+from tarantula.core.state import COMPLETE, Run
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
@@ -259,8 +259,7 @@ class ShardFrontier:
                 return True  # links arrived meanwhile
             self._busy = False
         row = self.shared.execute(
-            "SELECT EXISTS (SELECT 1 FROM shards WHERE busy = 1)"
-            " OR EXISTS (SELECT 1 FROM inbox)"
+            "SELECT EXISTS (SELECT 1 FROM shards WHERE busy = 1) OR EXISTS (SELECT 1 FROM inbox)"
         ).fetchone()
         return bool(row[0])
 
@@ -291,9 +290,12 @@ class ShardDocuments(SqliteDocuments):
                       path: str | None = None) -> str | None:  # fmt: skip
         """As one process's, with every process's claims: the shared ``contents`` table holds
         the content of every document stored or on its way (each is claimed first)."""
-        if claim and self.shared.execute(
-            "INSERT INTO contents VALUES (?, ?) ON CONFLICT DO NOTHING", (md5, url)
-        ).rowcount:
+        if (
+            claim
+            and self.shared.execute(
+                "INSERT INTO contents VALUES (?, ?) ON CONFLICT DO NOTHING", (md5, url)
+            ).rowcount
+        ):
             return None  # claimed now: the first with this content
         row = self.shared.execute("SELECT url FROM contents WHERE md5 = ?", (md5,)).fetchone()
         if row is not None and row[0] != url:
@@ -337,7 +339,9 @@ class ShardDocuments(SqliteDocuments):
         super().release_page(url)
         if self._claimed_pages:
             with self.shared.write():
-                cursor = self.shared.execute("DELETE FROM pages WHERE url = ? AND stored = 0", (url,))
+                cursor = self.shared.execute(
+                    "DELETE FROM pages WHERE url = ? AND stored = 0", (url,)
+                )
                 if cursor.rowcount:
                     self._count_pages(-1)
 
@@ -404,7 +408,7 @@ class ShardRequisites(SqliteRequisites):
     db: Any
 
     def __init__(self, shared: SharedDB) -> None:
-        super().__init__(shared)  # type: ignore[arg-type]  (its execute and changed suffice)
+        super().__init__(shared)
         self.shared = shared
 
     def want(self, urls: list[str], page: str, limit: int) -> list[str]:
@@ -412,6 +416,40 @@ class ShardRequisites(SqliteRequisites):
             self._count = None  # another process may have wanted some since
             wanted = super().want(urls, page, limit)
         return wanted
+
+
+class ShardRobots:
+    """Each site's robots.txt, fetched once for the whole crawl
+    (:class:`~tarantula.store.contract.SharedRobots`)."""
+
+    def __init__(self, shared: SharedDB, shard: int) -> None:
+        self.shared = shared
+        self.shard = shard
+
+    def claim(self, site: str) -> bool:
+        return bool(
+            self.shared.execute(
+                "INSERT INTO robots (site, fetcher) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (site, self.shard),
+            ).rowcount
+        )
+
+    def publish(self, site: str, rules: bytes | None, failure: tuple[str, str] | None) -> None:
+        kind, why = failure if failure is not None else (None, None)
+        self.shared.execute(
+            "INSERT INTO robots VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (site) DO UPDATE SET"
+            " rules = excluded.rules, kind = excluded.kind, why = excluded.why, at = excluded.at",
+            (site, self.shard, rules, kind, why, time.time()),
+        )
+
+    def answer(self, site: str) -> tuple[bytes | None, tuple[str, str] | None, float] | None:
+        row = self.shared.execute(
+            "SELECT rules, kind, why, at FROM robots WHERE site = ? AND at IS NOT NULL", (site,)
+        ).fetchone()
+        if row is None:
+            return None
+        rules, kind, why, at = row
+        return rules, (kind, why) if kind is not None else None, at
 
 
 class ShardStore:
@@ -428,11 +466,14 @@ class ShardStore:
         self.shared = SharedDB(state_path(root), processes if shard == 1 else 0)
         self.count = self.shared.processes
         self.db = StateDB(shard_path(root, shard))
-        self.runs = RunLog(self.shared)  # type: ignore[arg-type]  (its execute and changed suffice)
+        self.runs = RunLog(self.shared)
         owners = HostOwners(self.shared)
-        self.frontier = ShardFrontier(SqliteFrontier(self.db, traversal), self.shared, owners, shard)
+        self.frontier = ShardFrontier(
+            SqliteFrontier(self.db, traversal), self.shared, owners, shard
+        )
         self.documents = ShardDocuments(self.db, self.shared, shard)
         self.requisites = ShardRequisites(self.shared)
+        self.robots = ShardRobots(self.shared, shard)
         self.helpers = helpers
         if shard > 1:
             from tarantula import helpers as launch
@@ -460,7 +501,7 @@ class ShardStore:
         else:
             last = self.runs.last()
             if last is None or last.ended is not None:
-                raise RuntimeError("process %d of a crawl found no run to join" % self.shard)
+                raise RuntimeError(f"process {self.shard} of a crawl found no run to join")
             run = Run(last.id, last.kind, last.generation, last.started, None, None,
                       last.crawl_started, joined=True)  # fmt: skip
             self.runs.current = run
@@ -481,6 +522,8 @@ class ShardStore:
                 "INSERT INTO shards (shard, busy) VALUES (?, 1)",
                 [(n,) for n in range(1, self.count + 1)],
             )
+            # A robots.txt claimed by a process a kill ended before it published it.
+            sql.execute("DELETE FROM robots WHERE at IS NULL")
             if run.kind == "resume":
                 # Pages claimed by documents a kill left unstored are claimed again when their
                 # URLs (leased, so queued again) come back.
@@ -494,16 +537,17 @@ class ShardStore:
     def end(self, reason: str) -> None:
         if self.shard == 1:
             if self.helpers is not None:
-                self.helpers.finish(stop=reason != "finished")
+                # A complete run ended with the whole crawl idle: the helpers end by themselves.
+                self.helpers.finish(stop=reason not in COMPLETE)
             reasons = [
                 r for (r,) in self.shared.execute("SELECT reason FROM shards WHERE shard != 1")
             ]
-            if reason == "finished" and any(r != "finished" for r in reasons):
-                reason = next((r for r in reasons if r and r != "finished"), "killed")
-                logger.warning("A process of the crawl ended with %s: the crawl is not complete", reason)
-            self.shared.execute(
-                "UPDATE shards SET reason = ?, busy = 0 WHERE shard = 1", (reason,)
-            )
+            if reason in COMPLETE and any(r not in COMPLETE for r in reasons):
+                reason = next((r for r in reasons if r and r not in COMPLETE), "killed")
+                logger.warning(
+                    "A process of the crawl ended with %s: the crawl is not complete", reason
+                )
+            self.shared.execute("UPDATE shards SET reason = ?, busy = 0 WHERE shard = 1", (reason,))
             self.runs.end(reason)
             self.db.commit()
             close_outputs(self.documents, rewrite=self.generation > 1)

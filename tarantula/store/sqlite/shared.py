@@ -15,7 +15,8 @@ another longer than a statement:
   the last row it took);
 - ``contents`` and ``pages``: the content claims (exact duplicates across processes) and the page
   claims (``max-page-number``), as one process keeps them in memory;
-- ``requisites``: the page requisites, whose page and host may be different processes'.
+- ``requisites``: the page requisites, whose page and host may be different processes';
+- ``robots``: each site's robots.txt, fetched by the first process that needs it, for all.
 
 The tables a tool reads (``urls``, ``documents``, ``duplicates``) are the processes' own; a
 reader sees them as one through :func:`connect_crawl` (temporary views over every process's
@@ -51,6 +52,9 @@ CREATE TABLE IF NOT EXISTS requisites (
     url TEXT PRIMARY KEY, page TEXT NOT NULL, path TEXT, md5 TEXT, type TEXT, encoding TEXT,
     outcome TEXT, generation INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NOT NULL;
+CREATE TABLE IF NOT EXISTS robots (
+    site TEXT PRIMARY KEY, fetcher INTEGER NOT NULL, rules BLOB, kind TEXT, why TEXT, at REAL)
+    WITHOUT ROWID;
 """
 
 #: The processes' own tables a reader of the whole crawl sees as one.
@@ -96,7 +100,9 @@ class SharedDB:
         row = self.sql.execute("SELECT value FROM counters WHERE name = 'processes'").fetchone()
         self.processes = int(row[0]) if row else 1
 
-    def execute(self, statement: str, parameters: tuple[Any, ...] | list[Any] = ()) -> sqlite3.Cursor:
+    def execute(
+        self, statement: str, parameters: tuple[Any, ...] | list[Any] = ()
+    ) -> sqlite3.Cursor:
         return self.sql.execute(statement, tuple(parameters))
 
     def changed(self) -> None:
