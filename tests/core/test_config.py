@@ -389,7 +389,7 @@ def test_config_is_frozen() -> None:
             "(redis://HOST[:PORT][/DB], rediss://... or unix:///PATH)",
         ),
         (
-            SEED + '<multithreading-options>\nprocesses = 2;\n<distributed-options>\n'
+            SEED + "<multithreading-options>\nprocesses = 2;\n<distributed-options>\n"
             'redis = "redis://h:6379";',
             "c.conf:3:1: error: processes runs one crawl on this machine's cores; a crawl shared "
             "through Redis runs one process per worker: start more workers instead",
