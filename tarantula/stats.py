@@ -32,17 +32,19 @@ class StatsCollector(MemoryStatsCollector):
 
 
 def merged(own: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
-    """``own`` stats with ``other``'s added: counts summed; the largest of sizes, times and
-    memory; text (reasons, dates) as ``own`` has it.
+    """``own`` stats with ``other``'s added: counts summed; lists joined; the largest of sizes,
+    times and memory; text (reasons, dates) as ``own`` has it.
 
-    >>> merged({"a": 1, "elapsed_time_seconds": 2.0, "r": "finished"},
-    ...        {"a": 2, "b": 1, "elapsed_time_seconds": 3.0, "r": "shutdown"})
-    {'a': 3, 'elapsed_time_seconds': 3.0, 'r': 'finished', 'b': 1}
+    >>> merged({"a": 1, "elapsed_time_seconds": 2.0, "r": "finished", "l": [1]},
+    ...        {"a": 2, "b": 1, "elapsed_time_seconds": 3.0, "r": "shutdown", "l": [2]})
+    {'a': 3, 'elapsed_time_seconds': 3.0, 'r': 'finished', 'l': [1, 2], 'b': 1}
     """
     result = dict(own)
     for key, value in other.items():
         mine = result.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, list) and isinstance(mine, list):
+            result[key] = mine + value
+        elif isinstance(value, bool) or not isinstance(value, int | float):
             result.setdefault(key, value)
         elif mine is None:
             result[key] = value

@@ -34,6 +34,7 @@ from tarantula.outcomes import FAILURE
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,11 @@ def write_stats(path: Path, stats: dict[str, Any]) -> None:
 
 #: How many failures the summary names.
 FIRST_FAILURES = 5
+
+#: The stat that holds the first failures as [URL, kind] pairs: in the stats, a helper of a crawl
+#: on N processes hands its own to the first process (:mod:`tarantula.extensions.processes`),
+#: whose summary then names the whole crawl's.
+FIRST_FAILURES_STAT = "tarantula/first-failures"
 
 
 def shown_path(path: Path) -> str:
@@ -63,15 +69,17 @@ def shown_path(path: Path) -> str:
 
 
 class _ErrorCollector(logging.Handler):
-    def __init__(self) -> None:
+    def __init__(self, stats: StatsCollector) -> None:
         super().__init__(logging.DEBUG)
+        self.stats = stats
         self.errors: list[str] = []
-        self.failures: list[tuple[str, str]] = []
+        self.failures: list[list[str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         failure = getattr(record, FAILURE, None)
         if failure is not None and len(self.failures) < FIRST_FAILURES:
-            self.failures.append(failure)
+            self.failures.append(list(failure))
+            self.stats.set_value(FIRST_FAILURES_STAT, list(self.failures))
         if record.levelno < logging.ERROR:
             return
         where = f"{record.name}: {record.getMessage().partition(chr(10))[0][:120]}"
@@ -84,7 +92,7 @@ class _ErrorCollector(logging.Handler):
 class CrawlSummary:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.collector = _ErrorCollector()
+        self.collector = _ErrorCollector(crawler.stats)
         self.text: str | None = None
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
@@ -117,7 +125,9 @@ class CrawlSummary:
             # A helper of a crawl on N processes: the first process sums up the whole crawl.
             repository = context.repository if context.store.processes[0] == 1 else None
         index = shown_path(repository.index) if repository is not None else "-"
-        named = self.collector.failures if self.crawler.settings["LOG_LEVEL"] != "WARNING" else []
+        named = [] if self.crawler.settings["LOG_LEVEL"] == "WARNING" else [
+            (url, kind) for url, kind in stats.get(FIRST_FAILURES_STAT, ())[:FIRST_FAILURES]
+        ]
         self.text = summary_text(stats, self.errors, index, named)
         if repository is not None and repository.state_path.parent.is_dir():
             write_stats(repository.stats_path, stats)

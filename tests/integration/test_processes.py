@@ -26,9 +26,12 @@ PAGES = 24
 HTML = {"Content-Type": "text/html"}
 
 
-def hosts_site(web: SiteServer, pages: int = PAGES, delay: float = 0.0) -> list[str]:
+def hosts_site(
+    web: SiteServer, pages: int = PAGES, delay: float = 0.0, missing: bool = False
+) -> list[str]:
     """``HOSTS`` hosts: page i links to pages 2i+1 and 2i+2 of its host, to page i of the next
-    host, and to ``/copy.html``, the same document on every host; the seeds are each host's
+    host, and to ``/copy.html``, the same document on every host (with ``missing``, the first
+    page to ``/missing.html`` too, which the server answers 404); the seeds are each host's
     first page."""
     for k in range(HOSTS):
         host = f"h{k}.test"
@@ -36,6 +39,8 @@ def hosts_site(web: SiteServer, pages: int = PAGES, delay: float = 0.0) -> list[
             links = [f'<a href="/p{j}.html">p{j}</a>' for j in (2 * i + 1, 2 * i + 2) if j < pages]
             links.append(f'<a href="{web.url(f"h{(k + 1) % HOSTS}.test", f"/p{i}.html")}">on</a>')
             links.append('<a href="/copy.html">copy</a>')
+            if missing and i == 0:
+                links.append('<a href="/missing.html">gone</a>')
             body = f"<title>{host} {i}</title>{''.join(links)}".encode()
             web.add(host, f"/p{i}.html", Resource(body, delay=delay, headers=HTML))
         web.add(host, "/copy.html", Resource(b"<title>Copy</title>the same", headers=HTML))
@@ -58,7 +63,7 @@ def described(crawl: Crawl) -> set[tuple[object, ...]]:
 
 
 def test_two_processes_make_one_process_s_index_duplicates_and_mirror(web, tmp_path):
-    seeds = hosts_site(web)
+    seeds = hosts_site(web, missing=True)
     one = crawl_in(tmp_path / "one", seeds, threads=4, host_concurrency=2, log_level=1)
     two = crawl_in(tmp_path / "two", seeds, threads=4, host_concurrency=2, log_level=1,
                    processes=2)  # fmt: skip
@@ -80,6 +85,10 @@ def test_two_processes_make_one_process_s_index_duplicates_and_mirror(web, tmp_p
     assert out.count("Crawl finished (finished)") == 1, out
     assert re.search(rf"documents stored +{HOSTS * PAGES + 1} ", out), out
     assert two.stats["tarantula/documents/stored"] == HOSTS * PAGES + 1
+    # Its failures are both processes', each named.
+    assert re.search(rf"failures +{HOSTS} +\(http-404: {HOSTS}\)", out), out
+    for k in range(HOSTS):
+        assert re.search(rf"http-404 +{re.escape(web.url(f'h{k}.test', '/missing.html'))}", out)
     pages = Counter((r.host, r.target) for r in web.requests if r.target.startswith("/p"))
     assert set(pages.values()) == {2}  # once by each crawl
     robots = Counter(r.host for r in web.requests if r.target == "/robots.txt")
