@@ -125,9 +125,11 @@ class CrawlSummary:
             # A helper of a crawl on N processes: the first process sums up the whole crawl.
             repository = context.repository if context.store.processes[0] == 1 else None
         index = shown_path(repository.index) if repository is not None else "-"
-        named = [] if self.crawler.settings["LOG_LEVEL"] == "WARNING" else [
-            (url, kind) for url, kind in stats.get(FIRST_FAILURES_STAT, ())[:FIRST_FAILURES]
-        ]
+        named = (
+            []
+            if self.crawler.settings["LOG_LEVEL"] == "WARNING"
+            else [(url, kind) for url, kind in stats.get(FIRST_FAILURES_STAT, ())[:FIRST_FAILURES]]
+        )
         self.text = summary_text(stats, self.errors, index, named)
         if repository is not None and repository.state_path.parent.is_dir():
             write_stats(repository.stats_path, stats)

@@ -69,8 +69,25 @@ def test_a_link_goes_to_its_host_s_owner_and_the_crawl_ends_when_both_are_idle(t
     assert first.documents.count() == 3  # the crawl's, as the status line shows it
     second.end("finished")
     first.end("finished")
-    last = ShardStore(tmp_path, "bfs", 1, 2).runs.last()
+    again = ShardStore(tmp_path, "bfs", 1, 2)
+    last = again.runs.last()
     assert last is not None and last.complete
+    # The next run (a recrawl) counts every process's documents from its start.
+    assert again.begin().kind == "recrawl"
+    assert again.documents.count() == 3
+    again.end("finished")
+
+
+def test_a_resume_counts_every_process_s_queue_from_its_start(tmp_path):
+    first, second = pair(tmp_path)
+    assert second.frontier.push("http://b.test/1", "http://b.test/1", 1)
+    assert second.frontier.push("http://b.test/2", "http://b.test/2", 1)
+    second.commit()
+    first.close()  # a kill: neither ends its run
+    second.close()
+    again = ShardStore(tmp_path, "bfs", 1, 2)
+    assert again.begin().kind == "resume"
+    assert again.frontier.pending() == 4  # a.test/ here, b.test/, /1 and /2 at the other
 
 
 def test_a_process_that_is_not_idle_keeps_the_other_going(tmp_path):

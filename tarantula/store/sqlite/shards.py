@@ -42,7 +42,7 @@ from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
 from tarantula.store.sqlite.requisites import SqliteRequisites
 from tarantula.store.sqlite.runs import RunLog
-from tarantula.store.sqlite.shared import SharedDB, connect_crawl, shard_path
+from tarantula.store.sqlite.shared import SharedDB, connect_crawl, held_by, shard_path
 
 if TYPE_CHECKING:
     from tarantula.helpers import Helpers
@@ -518,9 +518,14 @@ class ShardStore:
         with self.shared.write() as sql:
             run = self.runs.begin()
             sql.execute("DELETE FROM shards")
+            # What each holds from the runs before: the start line counts the whole crawl's.
             sql.executemany(
-                "INSERT INTO shards (shard, busy) VALUES (?, 1)",
-                [(n,) for n in range(1, self.count + 1)],
+                "INSERT INTO shards (shard, busy, documents, pending) VALUES (?, 1, ?, ?)",
+                [(n, *held_by(self.root, n)) for n in range(1, self.count + 1)],
+            )
+            sql.execute(  # and what waits in its inbox (a link may be in both: a guess)
+                "UPDATE shards SET pending = pending"
+                " + (SELECT count(*) FROM inbox WHERE inbox.shard = shards.shard)"
             )
             # A robots.txt claimed by a process a kill ended before it published it.
             sql.execute("DELETE FROM robots WHERE at IS NULL")

@@ -66,6 +66,23 @@ def shard_path(root: Path, shard: int) -> Path:
     return root / STATE_FOLDER / f"shard-{shard}.db"
 
 
+def held_by(root: Path, shard: int) -> tuple[int, int]:
+    """How many documents process ``shard``'s database holds, and how many URLs it has queued or
+    leased (a resume queues those again); (0, 0) before it has a database."""
+    path = shard_path(root, shard)
+    if not path.is_file():
+        return 0, 0
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        documents = db.execute("SELECT count(*) FROM documents").fetchone()[0]
+        queued = db.execute("SELECT count(*) FROM urls WHERE state IN (0, 1)").fetchone()[0]
+        return int(documents), int(queued)
+    except sqlite3.OperationalError:  # made, not yet given its tables
+        return 0, 0
+    finally:
+        db.close()
+
+
 def processes_of(path: Path) -> int:
     """How many processes the crawl whose state is at ``path`` runs on: 1 for a crawl in one
     process (or none yet), N for a crawl begun with ``processes = N``, which keeps N."""
