@@ -1,5 +1,5 @@
 """The benchmark's crawlers, each run as a child process against the generated web: Tarantula
-(plain, with ``warc`` or ``browsable``, the pair, workers sharing a Redis or a Redis Cluster), a
+(plain, with ``warc`` or ``browsable``, on two processes, the pair, workers sharing a Redis or a Redis Cluster), a
 bare Scrapy spider (whole, fetch-only, fetch-only on Tarantula's lean settings) and GNU wget."""
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ TARANTULA_OUTPUTS: dict[str, tuple[str, ...]] = {
     "tarantula-browse-warc": ("browsable", "warc"),
 }
 
+#: Tarantula on N processes of this machine (``processes = N``, no server): the number.
+PROCESSES = {"tarantula-processes2": 2}
+
 #: Tarantula sharing the crawl through a fresh Redis (bench/shared.py): the number of workers.
 SHARED_WORKERS = {"tarantula-redis1": 1, "tarantula-redis2": 2}
 
@@ -45,6 +48,7 @@ PAIR = "tarantula-pair"
 
 CRAWLERS = (
     *TARANTULA_OUTPUTS,
+    *PROCESSES,
     *SHARED_WORKERS,
     *CLUSTER_WORKERS,
     PAIR,
@@ -144,7 +148,12 @@ def _log_lines(text: str, levels: tuple[str, ...], limit: int = 5) -> list[str]:
 
 
 def write_tarantula_conf(
-    folder: Path, web: Web, seeds: list[str], outputs: tuple[str, ...] = (), redis: str = ""
+    folder: Path,
+    web: Web,
+    seeds: list[str],
+    outputs: tuple[str, ...] = (),
+    redis: str = "",
+    processes: int = 1,
 ) -> Path:
     seed_list = ", ".join(f'"{s}"' for s in seeds)
     text = (
@@ -164,6 +173,8 @@ def write_tarantula_conf(
         "<multithreading-options>\n"
         f"threads = {CONCURRENCY};\n"
     )
+    if processes != 1:
+        text += f"processes = {processes};\n"
     if outputs:
         text += "<output-options>\n" + "".join(f"{key} = yes;\n" for key in outputs)
     if redis:
@@ -194,7 +205,11 @@ def run_tarantula(folder: Path, ctx: Context, run: int, crawler: str = "tarantul
     folder.mkdir(parents=True)
     web = ctx.web
     conf = write_tarantula_conf(
-        folder, web, ctx.tarantula_seeds, TARANTULA_OUTPUTS.get(crawler, ())
+        folder,
+        web,
+        ctx.tarantula_seeds,
+        TARANTULA_OUTPUTS.get(crawler, ()),
+        processes=PROCESSES.get(crawler, 1),
     )
     command = crawl_command(conf)
     m = measure(command, tree, folder / "output.txt", ctx.timeout, ctx.server_cpu, tree)
@@ -327,7 +342,10 @@ def run_wget(folder: Path, ctx: Context, run: int) -> Result:
 Runner = Callable[[Path, Context, int], Result]
 
 RUNNERS: dict[str, Runner] = {
-    **{name: functools.partial(run_tarantula, crawler=name) for name in TARANTULA_OUTPUTS},
+    **{
+        name: functools.partial(run_tarantula, crawler=name)
+        for name in (*TARANTULA_OUTPUTS, *PROCESSES)
+    },
     **{name: functools.partial(run_shared, workers=n) for name, n in SHARED_WORKERS.items()},
     **{
         name: functools.partial(run_shared, workers=n, crawler=name, cluster=True)
