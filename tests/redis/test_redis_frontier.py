@@ -192,6 +192,29 @@ def test_lease_and_ack(redis_client):
     assert redis_client.hlen(frontier.prefix + "inflight") == 0
 
 
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_url_dropped_unfetched_leaves_its_host_due(redis_client, concurrency):
+    # At max-page-number a worker leases its queued pages and drops them over the limit: each
+    # must not cost its host a delay, or a crawl at its limit ends one delay a page later.
+    frontier = make(redis_client, delay=30.0, concurrency=concurrency)
+    pages = [url(0, f"p{i}") for i in range(4)]
+    for depth, page in enumerate(pages):
+        frontier.push(page, page, depth)
+    first = frontier.lease()
+    assert first is not None and first.url == pages[0]
+    frontier.ack(first.url, "stored")  # fetched: the host waits its delay
+    assert frontier.lease() is None
+    redis_client.hset(frontier.prefix + "next", "h0.test", "0")  # the delay over
+    redis_client.zadd(frontier.prefix + "wait", {"h0.test": 0})
+    for page in pages[1:]:
+        leased = frontier.lease()
+        assert leased is not None and leased.url == page
+        frontier.ack(page, "over-limit")  # never fetched: due again at once
+    counts = frontier.counts()
+    assert counts["outcome/over-limit"] == 3 and (counts["queued"], counts["leased"]) == (0, 0)
+    check_invariants(redis_client, frontier, concurrency)
+
+
 def test_requeue_of_a_leased_url_frees_the_slot_and_keeps_its_place(redis_client):
     frontier = make(redis_client)
     u, v = url(0, "u"), url(0, "v")

@@ -78,6 +78,10 @@ def default_worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+#: The outcomes of a leased URL that was never fetched.
+UNFETCHED = frozenset({"over-limit", "host-dropped"})
+
+
 class RedisFrontier(Calls, Inspection):
     """The :class:`~tarantula.core.frontier.Frontier` of crawl ``crawl_id`` on a Redis server,
     shared by every worker that builds one with the same id (see the module's docstring).
@@ -369,9 +373,12 @@ class RedisFrontier(Calls, Inspection):
         """``url`` is handled: its record goes, ``outcome`` is counted, and if it was leased its
         lease ends and its host's slot is freed. An ack from a worker whose lease expired still
         counts (the work is done); a second ack does nothing. With ``batch`` the script goes out
-        when the pipeline is executed."""
+        when the pipeline is executed. A URL leased and dropped unfetched (:data:`UNFETCHED`)
+        leaves its host due as if it had not been leased: a crawl at ``max-page-number`` drops
+        its queued pages at once, as one process does, not one a delay."""
         self._places.pop(url, None)
-        self._run("ack", url_id(url)[0], outcome, batch=batch)
+        unused = "1" if outcome in UNFETCHED else "0"
+        self._run("ack", url_id(url)[0], outcome, unused, batch=batch)
 
     def registry_copies(self) -> list[tuple[Redis, str]]:
         """Where the live workers' registry is copied for this frontier's scripts, as (client, key
