@@ -61,6 +61,7 @@ class Leases:
         if self._let_go(url):
             assert url is not None
             self.frontier.ack(url, outcome)
+            self.store.ended(url, outcome)
 
     def stored(self, doc: StoredDocument) -> None:
         """The leased URL's document is stored: the store keeps its record and acknowledges the

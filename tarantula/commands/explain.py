@@ -6,7 +6,8 @@ link, and the rule behind each answer. It needs no network unless ``--robots`` i
 fetches the hosts' robots.txt (honouring the config's ``resolve`` mapping) and applies it as the
 crawl would. Depth and duplicate content depend on the crawl itself and are not judged by the
 rules; the last line says what the crawl in the configured repository met for the URL: stored as,
-duplicate of, failed with (and when), and which page linked to it.
+duplicate of, failed with (and when), and which page linked to it; or, for a link it left, the
+rule and the first page it met the link on (:mod:`tarantula.store.folder.met`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from tarantula.core.scope import origin
 from tarantula.core.urls import UrlRejected, join_url, normalize_url
 from tarantula.downloadermiddlewares.robotstxt import ROBOTS_MAX_BYTES, robots_rules, site_key
 from tarantula.resolver import lookup
-from tarantula.store import url_facts, url_requisite
+from tarantula.store import StoreUnavailable, url_facts, url_requisite
 
 if TYPE_CHECKING:
     import argparse
@@ -93,11 +94,17 @@ def what_the_crawl_met(config: CrawlConfig, url: str) -> str:
     >>> what_the_crawl_met(CrawlConfig(path=Path("/nowhere/c.conf"), starting_points=("http://h/",)), "http://h/")
     'has not run yet (no crawl state)'
     """
-    found = url_facts(config, url)
+    try:
+        found = url_facts(config, url)
+    except StoreUnavailable as exc:
+        return f"cannot be told: {exc}"
     if isinstance(found, str):
         return found
     if found.state == "never met":
         return "never met it"
+    if found.state == "dropped":
+        when = f" at {stamp(found.when)}" if found.when else ""
+        return f"left it by rule {found.outcome}: met on {found.referrer}{when}"
     if found.state != "done":
         return f"has it {found.state}, not handled yet"
     when = f" at {stamp(found.when)}" if found.when else ""
@@ -107,8 +114,10 @@ def what_the_crawl_met(config: CrawlConfig, url: str) -> str:
         said = f"found it a duplicate of {found.duplicate_of}{when}"
     else:
         said = f"{_OUTCOMES.get(found.outcome or '', 'failed with')} {found.outcome}{when}"
-    source = "a seed" if found.referrer is None else f"linked from {found.referrer}"
-    return f"{said} ({source}, depth {found.depth})"
+    if found.depth is None:  # a shared crawl's worker keeps the outcome alone
+        return said
+    source = f"linked from {found.referrer}, " if found.referrer else ""
+    return f"{said} ({source or ('a seed, ' if found.depth == 0 else '')}depth {found.depth})"
 
 
 #: How explain words an outcome that is not a stored document or a duplicate.
@@ -187,5 +196,9 @@ class Command(ScrapyCommand):
                 print(f"  because     {reason}")
             if e.normalized is not None:
                 print(f"  the crawl   {what_the_crawl_met(config, e.normalized)}")
-                if (requisite := url_requisite(config, e.normalized)) is not None:
+                try:
+                    requisite = url_requisite(config, e.normalized)
+                except StoreUnavailable:
+                    requisite = None  # said on the line above
+                if requisite is not None:
                     print(f"  requisite   {requisite_line(requisite)}")

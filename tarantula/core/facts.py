@@ -11,7 +11,7 @@ from dataclasses import dataclass
 class Met:
     """What the crawl met for one normalized URL (the latest crawl that saw it)."""
 
-    state: str  # "never met", "queued", "in flight" or "done"
+    state: str  # "never met", "dropped" (a link left by a rule), "queued", "in flight" or "done"
     outcome: str | None = None  # stored, unchanged, duplicate, http-404, dns, filtered ...
     when: float | None = None  # when the outcome was recorded (Unix time), if known
     depth: int | None = None

@@ -194,10 +194,11 @@ class TarantulaSpider(Spider):
         allows = robots.allows if robots else lambda url: True  # ROBOTSTXT_OBEY off: no middleware
         plan = plan_links(found.links, context.rules, robots=allows,
                           seen=context.frontier.seen, depth=depth, max_depth=context.config.max_depth)  # fmt: skip
+        path, page = response.meta.get(meta.PATH, ()), response.meta.get(meta.URL)
         for rule, url in (*found.drops, *plan.drops):
             count_filtered(self.crawler.stats, rule, url)
+            context.store.dropped(url, rule, page or response.url)  # for scrapy explain
         listed += plan.listed
-        path, page = response.meta.get(meta.PATH, ()), response.meta.get(meta.URL)
         for link in plan.fetch:
             yield meta.new_request(context, link.url, link.absolute, depth, (*path, link.position),
                                    self.parse, self.failed, page)  # fmt: skip

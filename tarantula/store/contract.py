@@ -257,6 +257,16 @@ class CrawlStore(Protocol):
     def stored(self, doc: StoredDocument) -> None:
         """A document is stored: its record is kept and its URL acknowledged, together."""
 
+    def dropped(self, url: str, rule: str, page: str) -> None:
+        """A link to ``url`` met on ``page`` was dropped by ``rule`` (not accepted, robots.txt,
+        scope, ...), never queued: kept with the next commit, the first page a generation, so
+        that ``scrapy explain`` can say where the crawl met it and why it left it."""
+
+    def ended(self, url: str, outcome: str) -> None:
+        """The leased ``url`` is done with ``outcome`` and no document (the lease ended through
+        :class:`tarantula.leases.Leases`): kept for ``scrapy explain`` by a store whose frontier
+        keeps no outcome of single URLs."""
+
     def commit(self) -> None:
         """Make everything done so far durable (and the index lines of it written)."""
 

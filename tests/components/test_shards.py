@@ -158,8 +158,14 @@ def test_the_tools_read_every_process_s_database(tmp_path):
     second.documents.claim_content("x", "http://b.test/")
     second.stored(doc("http://b.test/", "x"))
     second.documents.add_duplicate("http://b.test/copy", "http://a.test/")
+    second.dropped("http://c.test/off", "scope", "http://b.test/")
     first.commit()
     second.commit()
+    left = url_facts(tmp_path, "http://c.test/off")
+    assert not isinstance(left, str) and (left.state, left.referrer) == (
+        "dropped",
+        "http://b.test/",
+    )
     documents = folder_documents(tmp_path)
     assert not isinstance(documents, str)
     assert [d.url for d in documents] == ["http://a.test/", "http://b.test/"]

@@ -531,11 +531,34 @@ def test_the_backend_answers_the_tools(stores: Stores, tmp_path):
     root = tmp_path / "repo"
     assert read.folder_duplicates(root) == [("http://a.test/copy", "http://a.test/1")]
     met = read.url_facts("http://a.test/1")
-    # what the crawl met for one URL, or why the store cannot tell
-    assert met.stored_as == doc(entry.url).path if not isinstance(met, str) else "Redis" in met
+    assert not isinstance(met, str) and met.stored_as == doc(entry.url).path
     figures = read.state_figures()
     assert (figures.documents, figures.duplicates) == (1, 1)
     assert read.last_run() is not None
+
+
+def test_the_backend_tells_what_the_crawl_met_and_left(stores: Stores):
+    read = backend(stores.config())
+    store = stores.open(worker="w")
+    store.begin()
+    store.frontier.push("http://a.test/1", "1", 0)
+    store.frontier.push("http://c.test/gone", "gone", 1)  # another host: leased at once
+    page, gone = lease(store.frontier), lease(store.frontier)
+    assert page is not None and gone is not None
+    # A link dropped by a rule keeps the first page it was met on; a URL handled, its outcome.
+    store.dropped("http://b.test/off", "scope", page.url)
+    store.dropped("http://b.test/off", "scope", "http://a.test/later")
+    store.frontier.ack(gone.url, "http-404")
+    store.ended(gone.url, "http-404")
+    store.stored(doc(page.url))
+    store.end("finished")
+    left = read.url_facts("http://b.test/off")
+    assert not isinstance(left, str)
+    assert (left.state, left.outcome, left.referrer) == ("dropped", "scope", page.url)
+    failed = read.url_facts(gone.url)
+    assert not isinstance(failed, str) and (failed.state, failed.outcome) == ("done", "http-404")
+    never = read.url_facts("http://b.test/never")
+    assert not isinstance(never, str) and never.state == "never met"
 
 
 def test_a_store_that_cannot_be_reached_is_said_so_before_a_crawl(stores: Stores):

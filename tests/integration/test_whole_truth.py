@@ -131,3 +131,18 @@ def test_failures_are_named_in_the_summary_the_report_and_explain(web, tmp_path)
     explained = run_scrapy("explain", str(conf), missing).stdout
     assert "failed with http-404 at " in explained
     assert f"linked from {web.url('a.test', '/')}" in explained
+
+
+def test_explain_names_the_rule_and_the_page_of_a_link_the_crawl_left(web, tmp_path):
+    page = web.url("a.test", "/")
+    web.page("a.test", "/", '<a href="/big.zip">zip</a> <a href="/private/x.html">x</a>')
+    web.add("a.test", "/robots.txt", Resource(b"User-agent: *\nDisallow: /private/\n"))
+    conf = write_conf(tmp_path, [page], reject_list=[r".*\.zip$"], log_level=1)
+    result = run_crawl(conf)
+    assert result.status == 0, result.log
+    for url, rule in ((web.url("a.test", "/big.zip"), "reject"),
+                      (web.url("a.test", "/private/x.html"), "robots")):  # fmt: skip
+        explained = run_scrapy("explain", str(conf), url).stdout
+        assert f"left it by rule {rule}: met on {page} at " in explained, explained
+    assert "never met it" in run_scrapy("explain", str(conf), web.url("a.test", "/no.html")).stdout
+    assert not any(r.target in ("/big.zip", "/private/x.html") for r in web.requests)

@@ -23,6 +23,7 @@ from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read
 from tarantula.core.report import RunRow, StateFigures
 from tarantula.core.requisites import Requisite
 from tarantula.store.redis.essentials import Essentials
+from tarantula.store.redis.records import folder_files
 from tarantula.store.redis.shared import RedisUnreachable, crawl_id, read_crawl
 
 T = TypeVar("T")
@@ -144,9 +145,43 @@ def merged_documents(store: RedisDocumentStore, into: str, root: Path) -> list[S
 
 
 def url_facts(config: CrawlConfig, url: str) -> Met | str:
-    """What a crawl shared through Redis met for ``url``: Redis keeps no outcomes of single URLs,
-    only those of stored documents (and their duplicates)."""
-    return "is shared through Redis, which keeps no outcome of single URLs"
+    """What a crawl shared through Redis met for ``url``: a stored document or a duplicate from
+    Redis; anything else from what the workers of the configured repository folder met (their
+    record files, :mod:`tarantula.store.folder.met`: Redis keeps no outcome of single URLs).
+    :class:`RedisUnreachable` when Redis does not answer."""
+    from redis import RedisError
+
+    from tarantula.store.redis.codec import url_id
+    from tarantula.store.redis.runs import _decode
+
+    client, prefix = read_crawl(config)
+    try:
+        raw, duplicate = (
+            client.hget(prefix + "docs", url_id(url)[0]),
+            client.hget(prefix + "dups", url),
+        )
+    except RedisError as exc:
+        raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
+    finally:
+        client.close()
+    if raw is not None:
+        doc = Essentials.decode(cast("bytes", raw))
+        return Met("done", "stored", None, doc.depth, None, doc.path)
+    if duplicate is not None:
+        return Met("done", "duplicate", duplicate_of=_decode(cast("bytes", duplicate))["original"])
+    rows = []
+    for records in folder_files(config.repository):
+        try:
+            if (row := records.met(url)) is not None:
+                rows.append(row)
+        finally:
+            records.close()
+    if not rows:
+        return Met("never met")  # by the workers of this folder
+    row = max(rows, key=lambda row: (row.generation, row.at))
+    if row.page is not None:
+        return Met("dropped", row.outcome, row.at, None, row.page)
+    return Met("done", row.outcome, row.at)
 
 
 def state_figures(config: CrawlConfig) -> StateFigures:

@@ -13,6 +13,10 @@ of an earlier crawl under the same id. Readers therefore take a record from a fi
 names the file's writer for its URL
 (:meth:`tarantula.store.redis.documents.RedisDocumentStore.records`). A file whose writer id Redis
 does not list (an earlier crawl's) is emptied when its worker starts again.
+
+Beside the records, each file keeps what its worker met and did not store, for ``scrapy explain``
+(:mod:`tarantula.store.folder.met`): the links it dropped and the outcomes of the URLs it handled,
+which Redis does not keep.
 """
 
 from __future__ import annotations
@@ -22,17 +26,23 @@ import secrets
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from tarantula.core.layout import STATE_FOLDER
+from tarantula.store.folder.met import SCHEMA as MET_SCHEMA
+from tarantula.store.folder.met import MetRow, met_row
 
 #: The folder of the record files, in the state folder.
 RECORDS_FOLDER = "records"
 
 _PUT = "INSERT OR REPLACE INTO records VALUES (?, ?, ?)"
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS records (url TEXT PRIMARY KEY, line TEXT NOT NULL, links BLOB);
 CREATE TABLE IF NOT EXISTS writer (id BLOB NOT NULL);
 """
+    + MET_SCHEMA
+)
 
 
 def records_folder(root: Path) -> Path:
@@ -80,6 +90,7 @@ class RecordFile:
             with records._db:
                 records._db.execute("BEGIN")
                 records._db.execute("DELETE FROM records")
+                records._db.execute("DELETE FROM met")
                 records._db.execute("DELETE FROM writer")
                 records._db.execute("INSERT INTO writer VALUES (?)", (writer,))
             records.writer = writer
@@ -110,6 +121,16 @@ class RecordFile:
                 return
             last = page[-1][0]
             yield [(url, line, links) for _, url, line, links in page]
+
+    def put_met(self, statement: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Write the rows of what the worker met (:mod:`tarantula.store.folder.met`) in one
+        commit."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany(statement, rows)
+
+    def met(self, url: str) -> MetRow | None:
+        return met_row(self._db, url)
 
     def close(self) -> None:
         self._db.close()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import folder_id_of
 from tarantula.core.state import Run
+from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import CommitHooks, close_outputs, ready_outputs
 from tarantula.store.redis.documents import RedisDocumentStore, register_writer
 from tarantula.store.redis.frontier import Batch
@@ -70,6 +71,10 @@ class RedisState:
             frontier=self.frontier, records=records,
         )  # fmt: skip
         self.requisites = RedisRequisites(client, prefix, folder_id)
+        self.records = records
+        self.met = MetLog()
+        if records is not None:
+            self.db.on_commit(before=lambda: self.met.flush(records.put_met))
         self.client = client
         self.worker = self.frontier.worker
         self._closed = False
@@ -114,6 +119,7 @@ class RedisState:
         else:
             self.frontier.begin(run.kind, run.generation)
         self.documents.generation = self.requisites.generation = run.generation
+        self.met.generation = run.generation
         self.db.commit()
         if self.root is not None:
             ready_outputs(self.documents, run, self.root)
@@ -167,6 +173,17 @@ class RedisState:
             self.frontier.ack(doc.url, "stored", batch=batch)
 
         self.frontier.hold(fill, lambda replies: documents.stored_in(doc, replies[0]))
+
+    def dropped(self, url: str, rule: str, page: str) -> None:
+        if self.records is not None:
+            self.met.dropped(url, rule, page, time.time())
+            self.db.changed()
+
+    def ended(self, url: str, outcome: str) -> None:
+        """Kept in the worker's record file: Redis keeps no outcome of single URLs."""
+        if self.records is not None:
+            self.met.ended(url, outcome, time.time())
+            self.db.changed()
 
     def commit(self) -> None:
         """Send what the frontier holds (stored pages' records and acks), then commit the files."""

@@ -9,12 +9,14 @@ committed never is. All of the project's SQL is in this package.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import STATE_FOLDER, STATE_NAME
 from tarantula.core.state import Run
+from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite import runs
 from tarantula.store.sqlite.database import StateDB
@@ -48,6 +50,8 @@ class SqliteStore:
         self.frontier = SqliteFrontier(self.db, traversal)
         self.documents = SqliteDocuments(self.db)
         self.requisites = SqliteRequisites(self.db)
+        self.met = MetLog()
+        self.db.on_commit(before=lambda: self.met.flush(self.db.sql.executemany))
 
     @property
     def robots(self) -> None:
@@ -71,6 +75,7 @@ class SqliteStore:
         run = self.runs.begin(now)
         self.frontier.begin(run.kind, run.generation)
         self.documents.generation = self.requisites.generation = run.generation
+        self.met.generation = run.generation
         self.db.commit()
         if self.root is not None:
             ready_outputs(self.documents, run, self.root)
@@ -87,6 +92,13 @@ class SqliteStore:
         """A document is stored: its record goes to the document store, and its URL is done."""
         self.documents.store(doc)
         self.frontier.ack(doc.url, "stored")
+
+    def dropped(self, url: str, rule: str, page: str) -> None:
+        self.met.dropped(url, rule, page, time.time())
+        self.db.changed()
+
+    def ended(self, url: str, outcome: str) -> None:
+        """Nothing: the frontier keeps every URL's outcome."""
 
     def commit(self) -> None:
         self.db.commit()

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tarantula.store.folder.database import Database
+from tarantula.store.folder.met import SCHEMA as MET_SCHEMA
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, kind TEXT NOT NULL, generation INTEGER NOT NULL,
     started REAL NOT NULL, ended REAL, reason TEXT);
@@ -42,6 +44,8 @@ CREATE TABLE IF NOT EXISTS requisites (
     outcome TEXT, generation INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NOT NULL;
 """
+    + MET_SCHEMA
+)
 
 #: Columns added since the first release, as (table, column, type): a state made by an earlier
 #: version gets them when it is opened. ``urls.referrer`` is the hash of the page that first

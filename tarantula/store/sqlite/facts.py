@@ -25,6 +25,7 @@ from tarantula.core.report import (
 from tarantula.core.requisites import MARK, Requisite, requisite_url
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
+from tarantula.store.folder.met import met_row
 from tarantula.store.sqlite import state_path
 from tarantula.store.sqlite.documents import restored
 from tarantula.store.sqlite.requisites import COLUMNS
@@ -45,12 +46,15 @@ def url_facts(root: Path, url: str) -> Met | str:
         ).fetchone()
         stored = db.execute("SELECT path FROM documents WHERE url = ?", (url,)).fetchone()
         copy = db.execute("SELECT original FROM duplicates WHERE url = ?", (url,)).fetchone()
+        met = met_row(db, url) if row is None else None
     except sqlite3.OperationalError as exc:  # a state of another version, or not a state at all
         return f"cannot be told: {path} cannot be read ({exc})"
     finally:
         db.close()
     if row is None:
-        return Met("never met")
+        return (
+            Met("never met") if met is None else Met("dropped", met.outcome, met.at, None, met.page)
+        )
     state = {QUEUED: "queued", LEASED: "in flight"}.get(row[0], "done")
     return Met(state, row[1], row[2], row[3], row[4], stored and stored[0], copy and copy[0])
 

@@ -36,6 +36,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import Entry, Gate, HashSet, host_of, url_hash
 from tarantula.core.index import joined, restored
 from tarantula.core.state import COMPLETE, Run
+from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
@@ -474,6 +475,8 @@ class ShardStore:
         self.documents = ShardDocuments(self.db, self.shared, shard)
         self.requisites = ShardRequisites(self.shared)
         self.robots = ShardRobots(self.shared, shard)
+        self.met = MetLog()
+        self.db.on_commit(before=lambda: self.met.flush(self.db.sql.executemany))
         self.helpers = helpers
         if shard > 1:
             from tarantula import helpers as launch
@@ -508,6 +511,7 @@ class ShardStore:
         self.shared.execute("UPDATE shards SET pid = ? WHERE shard = ?", (os.getpid(), self.shard))
         self.frontier.begin(run.kind, run.generation)
         self.documents.generation = self.requisites.generation = run.generation
+        self.met.generation = run.generation
         self.db.commit()
         ready_outputs(self.documents, run, self.root)
         if self.shard == 1 and self.helpers is not None:
@@ -566,6 +570,13 @@ class ShardStore:
     def stored(self, doc: StoredDocument) -> None:
         self.documents.store(doc)
         self.frontier.ack(doc.url, "stored")
+
+    def dropped(self, url: str, rule: str, page: str) -> None:
+        self.met.dropped(url, rule, page, time.time())
+        self.db.changed()
+
+    def ended(self, url: str, outcome: str) -> None:
+        """Nothing: the process's frontier keeps every URL's outcome."""
 
     def commit(self) -> None:
         self.db.commit()

@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS robots (
 """
 
 #: The processes' own tables a reader of the whole crawl sees as one.
-OWN_TABLES = ("urls", "documents", "duplicates")
+OWN_TABLES = ("urls", "documents", "duplicates", "met")
 
 
 def shard_path(root: Path, shard: int) -> Path:
