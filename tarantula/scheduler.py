@@ -215,15 +215,18 @@ class FrontierScheduler(BaseScheduler):
         return request
 
     def _over_limit(self, url: str) -> bool:
-        """In a recrawl at ``max-page-number``, a URL that is not a stored document is not fetched
-        (a first crawl stops at the limit instead; a recrawl still refetches what it stored); at
-        the limit, with page requisites to fetch, nothing but a requisite is."""
+        """In a recrawl at ``max-page-number``, a URL that is neither a stored document nor a page
+        requisite is not fetched (a first crawl stops at the limit instead; a recrawl still
+        refetches what it stored, and the requisites of the pages it stores); at the limit, with
+        page requisites to fetch, nothing but a requisite is."""
         if self._requisites_only and requisite_url(url) is None:
             self.leases.end(url, "over-limit")
             self._inc("tarantula/documents/over-limit")
             return True
         documents = self.context.documents
-        if not (self.limit and self.frontier.generation > 1) or documents.document(url) is not None:
+        if not (self.limit and self.frontier.generation > 1) or requisite_url(url) is not None:
+            return False  # page requisites never count toward max-page-number (SPEC 6)
+        if documents.document(url) is not None:
             return False
         if documents.count() < self.limit:
             return False

@@ -24,6 +24,7 @@ from twisted.internet.task import deferLater
 from tarantula import meta
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record, parse_index
+from tarantula.core.requisites import entry_url
 from tarantula.core.urls import url_md5
 from tarantula.scheduler import FrontierScheduler
 from tarantula.store import last_run
@@ -384,6 +385,11 @@ def test_a_recrawl_at_max_page_number_fetches_stored_documents_only(
     assert (crawl.state("http://b.test/new"), crawl.state("http://a.test/stored")) == (DONE, LEASED)
     assert crawl.outcomes().get("over-limit") == 1
     assert crawl.stat("tarantula/documents/over-limit") == 1
+    # The requisites of a page fetched again count toward no limit: they are fetched too.
+    style = entry_url("http://c.test/s.css")
+    assert scheduler.enqueue_request(request(crawl, style, depth=1))
+    assert handed_out(scheduler) == ["http://c.test/s.css"]
+    assert crawl.outcomes().get("over-limit") == 1
 
 
 def test_a_first_crawl_hands_out_new_urls_past_the_stored_count(any_crawls: Crawls, open_scheduler):
