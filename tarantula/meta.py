@@ -48,6 +48,8 @@ HOST = "tarantula_host"
 SITEMAP = "tarantula_sitemap"
 DOWNLOADED = "tarantula_downloaded"
 PAGE = "tarantula_page"
+#: In a recrawl, the stored document a URL was an exact duplicate of (asked for with its validators).
+DUPLICATE_OF = "tarantula_duplicate_of"
 
 Callback = Callable[..., Any]
 
@@ -79,13 +81,21 @@ def entry_request(context: CrawlContext, entry: Entry, callback: Callback,
                   errback: Callback) -> Request:  # fmt: skip
     """The request for a URL the frontier hands out. In a recrawl a stored document is asked for
     with its validators (SPEC 8): ``If-None-Match`` with its ETag, and ``If-Modified-Since`` with
-    its Last-Modified or, without one, the Date it was stored with; a 304 goes to the callback."""
+    its Last-Modified or, without one, the Date it was stored with; an exact duplicate with its
+    original's (:data:`DUPLICATE_OF`); a 304 goes to the callback."""
     path = dfs_path(entry.key) if context.frontier.dfs else ()
     request = new_request(context, entry.url, entry.original, entry.depth, path, callback, errback)
     if entry.extra:
         request.meta.update(json.loads(entry.extra))
     request.meta[HOST] = entry.host
-    if context.frontier.generation > 1 and (doc := context.documents.document(entry.url)):
+    doc = context.documents.document(entry.url) if context.frontier.generation > 1 else None
+    if doc is None and context.frontier.generation > 1 and requisite_url(entry.url) is None:
+        # An exact duplicate is asked for with its original's validators: a site's two names for
+        # one file (``/`` and ``/index.html``) answer 304 to both, and nothing is downloaded.
+        original = context.documents.duplicate_of(entry.url)
+        if original is not None and (doc := context.documents.document(original)) is not None:
+            request.meta[DUPLICATE_OF] = original
+    if doc is not None:
         since = doc.last_modified or next(parse_index(doc.record)).server_date
         if since:
             request.headers["If-Modified-Since"] = since

@@ -115,6 +115,9 @@ class TarantulaSpider(Spider):
         if "redirect_urls" in response.meta:
             url = context.rules.normalize(response.url)
         if response.status == 304:
+            if (original := response.meta.get(meta.DUPLICATE_OF)) is not None:
+                self._duplicate(url, original)  # unchanged: still its original's copy
+                return
             async for output in self._unchanged(response, url):
                 yield output
             return

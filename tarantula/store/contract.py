@@ -149,6 +149,11 @@ class DocumentStore(Protocol):
     def add_duplicate(self, url: str, original: str) -> None:
         """Record ``url`` as an exact duplicate of the stored ``original``."""
 
+    def duplicate_of(self, url: str) -> str | None:
+        """The stored document ``url`` was last found an exact duplicate of, in this generation
+        or an earlier one; None when it never was (a recrawl asks for it with that document's
+        validators)."""
+
     def wrote_file(self) -> None:
         """A mirror file was written: it is made durable before the next commit records it."""
 

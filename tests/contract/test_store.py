@@ -527,6 +527,8 @@ def test_the_backend_answers_the_tools(stores: Stores, tmp_path):
     assert entry is not None
     store.stored(doc(entry.url))
     store.documents.add_duplicate("http://a.test/copy", entry.url)
+    assert store.documents.duplicate_of("http://a.test/copy") == entry.url
+    assert store.documents.duplicate_of(entry.url) is None
     store.end("finished")
     root = tmp_path / "repo"
     assert read.folder_duplicates(root) == [("http://a.test/copy", "http://a.test/1")]

@@ -180,6 +180,34 @@ def html(body: str, **headers: str) -> Resource:
     return Resource(body.encode(), headers={"Content-Type": "text/html", **headers})
 
 
+def test_recrawl_asks_for_a_duplicate_with_its_original_s_validators(tmp_path):
+    """``/`` and ``/index.html`` are one file: the second is a duplicate, and a recrawl asks for it
+    conditionally too: both answer 304, nothing is downloaded, it stays a duplicate."""
+    root = tmp_path / "site"
+    write_site(root, {"index.html": '<title>Home</title><a href="/index.html">home</a>'})
+    with SiteServer(root=root) as web:
+        conf = write_conf(tmp_path, [web.url("a.test", "/")], period=0)
+        first = run_crawl(conf)
+        assert first.status == 0 and len(first.records) == 1
+        duplicates = first.repository / "duplicates.tsv"
+        assert (
+            duplicates.read_text()
+            == f"{web.url('a.test', '/index.html')}\t{web.url('a.test', '/')}\n"
+        )
+        web.clear()
+        second = run_crawl(conf)
+        assert second.status == 0, second.process.stdout
+        pages = [r for r in web.requests if r.target != "/robots.txt"]
+        assert sorted(r.target for r in pages) == ["/", "/index.html"]
+        assert all("if-none-match" in {k.lower() for k in r.headers} for r in pages), pages
+        assert [r.status for r in pages] == [304, 304]
+        assert (
+            duplicates.read_text()
+            == f"{web.url('a.test', '/index.html')}\t{web.url('a.test', '/')}\n"
+        )
+        assert second.stats["tarantula/documents/duplicate"] == 1
+
+
 def test_recrawl_holds_max_page_number(web, tmp_path):
     """A recrawl refetches the stored documents and fetches no new one past the limit."""
     links = "".join(f'<a href="/p{i}.html">p{i}</a>' for i in range(1, 12))

@@ -274,6 +274,10 @@ class RedisDocumentStore(OutputFiles):
             self._duplicates.append(f"{url}\t{original}\n")
         self.db.changed()
 
+    def duplicate_of(self, url: str) -> str | None:
+        raw = cast("bytes | None", self.client.hget(self.prefix + "dups", url))
+        return None if raw is None else str(_decode(raw)["original"])
+
     def count(self) -> int:
         """How many documents are stored, by every worker (this worker's held ones sent first)."""
         if self.frontier is not None:

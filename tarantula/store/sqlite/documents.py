@@ -114,6 +114,10 @@ class SqliteDocuments(OutputFiles):
         if self.append:
             self._duplicates.append(f"{url}\t{original}\n")
 
+    def duplicate_of(self, url: str) -> str | None:
+        row = self.db.execute("SELECT original FROM duplicates WHERE url = ?", (url,)).fetchone()
+        return None if row is None else str(row[0])
+
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM documents").fetchone()[0]
 
