@@ -374,6 +374,10 @@ class StateFigures:
     #: it or None for a seed), at most :data:`FAILED_LISTED` of them.
     failed: tuple[tuple[str, str, str | None], ...] = ()
     requisites: int = 0  # page requisites fetched and kept (not among the URLs counted above)
+    #: Page requisites that could not be had, (host, kind) -> how many, where ``outcomes`` does not
+    #: count them already (one process's state counts documents' URLs only): the report's
+    #: failures are both, as the summary's and the failed URLs' table are.
+    failed_requisites: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 #: How many failed URLs the report lists (the count by kind covers them all).
@@ -421,13 +425,19 @@ class Report:
 
     @property
     def failures(self) -> dict[str, int]:
-        """Failures by kind, each URL once with its latest outcome (state, whole crawl)."""
-        return {
-            outcome: count
-            for outcome, count in self.state.outcomes.items()
-            if outcome not in ("queued", "in flight", "done")
-            and outcome_class(DONE, outcome) == "failed"
-        }
+        """Failures by kind, each URL once with its latest outcome, page requisites included
+        (state, whole crawl)."""
+        found = Counter(
+            {
+                outcome: count
+                for outcome, count in self.state.outcomes.items()
+                if outcome not in ("queued", "in flight", "done")
+                and outcome_class(DONE, outcome) == "failed"
+            }
+        )
+        for (_, kind), count in self.state.failed_requisites.items():
+            found[kind] += count
+        return dict(found)
 
     @property
     def queued(self) -> int:
@@ -507,7 +517,8 @@ def build_report(
             total = total + figures[run.id]
     missing = tuple(r.id for r in runs if r.id not in figures)
     points, marks, crawl_time = timeline(runs, samples, figures)
-    names = set(state.pages) | {host for host, _ in state.hosts} | set(total.hosts)
+    names = (set(state.pages) | {host for host, _ in state.hosts} | set(total.hosts)
+             | {host for host, _ in state.failed_requisites})  # fmt: skip
     hosts = sorted(
         (
             HostRow(
@@ -515,7 +526,8 @@ def build_report(
                 pages=state.pages.get(name, 0),
                 urls=sum(state.hosts.get((name, c), 0) for c, _, _ in CLASSES),
                 queued=state.hosts.get((name, "queued"), 0),
-                failures=state.hosts.get((name, "failed"), 0),
+                failures=state.hosts.get((name, "failed"), 0)
+                + sum(n for (host, _), n in state.failed_requisites.items() if host == name),
                 figures=total.hosts.get(name, HostFigures()),
             )
             for name in names

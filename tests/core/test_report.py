@@ -17,6 +17,7 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.page import render_html
+from tarantula.core.requisites import entry_url
 from tarantula.core.report import (
     HostFigures,
     ProgressLog,
@@ -59,6 +60,8 @@ def build_state(root: Path) -> Path:
         "http://a.test/copy.html": (2, "duplicate", None),
         "http://b.test/": (1, "stored", "html"),
         "http://b.test:8080/t": (2, "TimeoutError", None),
+        entry_url("http://b.test/s.css"): (0, "http-404", None),  # a page requisite, refused
+        entry_url("http://a.test/i.png"): (0, "requisite", None),  # one kept
     }
     for url, (depth, _, _) in done.items():
         state.frontier.push(url, url, depth)
@@ -110,6 +113,12 @@ def test_the_state_gives_types_pages_outcomes_depths_duplicates_and_seeds(tmp_pa
         (0, "stored"): 1, (1, "stored"): 3, (1, "failed"): 1, (2, "other"): 1, (2, "failed"): 1,
         (2, "queued"): 1, (3, "queued"): 1,
     }  # fmt: skip
+    assert state.failed_requisites == {("b.test", "http-404"): 1}
+    report = build_report(conf, state, [], {})
+    # The failures are the URLs' and the requisites', as the summary and the failed table count.
+    assert report.failures == {"http-404": 2, "TimeoutError": 1}
+    assert {h.name: h.failures for h in report.hosts} == {"a.test": 1, "b.test": 2}
+    assert len(state.failed) == 3
     assert state.duplicates == 1
     assert state.top_duplicates == (("http://a.test/x.html", 1),)
     assert [(s.url, s.outcome) for s in state.seeds] == [
@@ -149,7 +158,7 @@ def test_a_report_sums_the_runs_that_left_figures_and_names_the_others(tmp_path)
     assert a.figures.mean_latency == 1.0 / 6  # over every response of both runs
     assert a.figures.delay == 2.0  # the last run's
     assert hosts["c.test"].pages == 0 and hosts["c.test"].figures.requests == 1
-    assert report.failures == {"http-404": 1, "TimeoutError": 1}
+    assert report.failures == {"http-404": 2, "TimeoutError": 1}  # a page requisite's too
     assert (report.discovered, report.queued) == (9, 2)
     assert not report.complete  # the last run stopped at its time limit
 

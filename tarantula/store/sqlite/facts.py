@@ -201,6 +201,15 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         except sqlite3.OperationalError:  # a state made before requisites were kept
             requisites = 0
         not_failed = sorted(KEPT | SET_ASIDE)
+        failed_requisites = {
+            (host, outcome): count
+            for host, outcome, count in db.execute(
+                "SELECT host, outcome, count(*) FROM urls WHERE generation = ? AND state = 2"
+                f" AND url LIKE '%{MARK}' AND outcome NOT IN ({', '.join('?' * len(not_failed))})"
+                " GROUP BY host, outcome",
+                (generation, *not_failed),
+            )
+        }
         failed = tuple(
             (_shown(url), outcome, referrer)
             for url, outcome, referrer in db.execute(
@@ -215,7 +224,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         db.close()
     return StateFigures(runs, generation, sum(types.values()), dict(types), dict(pages),
                         dict(hosts), dict(outcomes), dict(depths), duplicates, top, seeds,
-                        failed, requisites)  # fmt: skip
+                        failed, requisites, failed_requisites)  # fmt: skip
 
 
 def _seed_row(db: sqlite3.Connection, seed: str, config: CrawlConfig | None) -> SeedRow:
