@@ -17,7 +17,6 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
 from tarantula.core.page import render_html
-from tarantula.core.requisites import entry_url
 from tarantula.core.report import (
     HostFigures,
     ProgressLog,
@@ -27,6 +26,7 @@ from tarantula.core.report import (
     build_report,
     timeline,
 )
+from tarantula.core.requisites import entry_url
 from tarantula.store.sqlite import SqliteStore, state_path
 from tarantula.store.sqlite.facts import read_state
 
