@@ -85,11 +85,30 @@ def report_title(config: CrawlConfig) -> str:
 
 
 def runs_note(report: Report) -> str:
-    """Which runs the summed counters cover."""
-    if not report.missing:
-        return "every run of the crawl"
-    lost = ", ".join(str(r) for r in report.missing)
-    return f"the runs that left their counters (not run {lost}: killed, or run with report = no)"
+    """Which runs the summed counters cover: those of the crawl's latest generation (a recrawl
+    counts its own, not the crawls' before it).
+
+    >>> from tarantula.core.report import RunRow, StateFigures, build_report
+    >>> from tarantula.core.config import CrawlConfig
+    >>> from pathlib import Path
+    >>> rows = (RunRow(3, "recrawl", 2, 0.0, 1.0, "finished"),)
+    >>> report = build_report(CrawlConfig(path=Path("c.conf"), starting_points=("http://h/",)),
+    ...                       StateFigures(runs=(RunRow(1, "crawl", 1, 0.0, 1.0, "finished"),
+    ...                                          RunRow(2, "resume", 1, 0.0, 1.0, "finished"), *rows),
+    ...                                    generation=2), [], {})
+    >>> runs_note(report)
+    'the runs of this recrawl (generation 2; not run 3: killed, or run with report = no; the 2 runs of the crawls before it are not counted)'
+    """
+    if report.earlier_runs:
+        runs = f"the runs of this recrawl (generation {report.state.generation}"
+        later = f"; the {report.earlier_runs} runs of the crawls before it are not counted)"
+    else:
+        runs, later = "every run of the crawl", ""
+    if report.missing:
+        lost = ", ".join(str(r) for r in report.missing)
+        lost = f"not run {lost}: killed, or run with report = no"
+        runs = f"{runs}; {lost}" if later else f"the runs that left their counters ({lost})"
+    return runs + later
 
 
 def _host_cells(h: HostRow) -> tuple[object, ...]:
