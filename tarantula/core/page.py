@@ -96,8 +96,10 @@ def runs_note(report: Report) -> str:
     ...                       StateFigures(runs=(RunRow(1, "crawl", 1, 0.0, 1.0, "finished"),
     ...                                          RunRow(2, "resume", 1, 0.0, 1.0, "finished"), *rows),
     ...                                    generation=2), [], {})
-    >>> runs_note(report)
-    'the runs of this recrawl (generation 2; not run 3: killed, or run with report = no; the 2 runs of the crawls before it are not counted)'
+    >>> print(runs_note(report).replace("; ", chr(10)))
+    the runs of this recrawl (generation 2
+    not run 3: killed, or run with report = no
+    the 2 runs of the crawls before it are not counted)
     """
     if report.earlier_runs:
         runs = f"the runs of this recrawl (generation {report.state.generation}"
