@@ -38,7 +38,22 @@ def last_run_at(root: Path) -> Run | None:
     return runs.last_run_at(state_path(root))
 
 
-class SqliteStore:
+class MetNotes:
+    """What a store with its own SQLite database keeps for ``scrapy explain`` beside its frontier
+    (:mod:`tarantula.store.folder.met`): the links it dropped; its frontier keeps the outcomes."""
+
+    db: StateDB
+    met: MetLog
+
+    def dropped(self, url: str, rule: str, page: str) -> None:
+        self.met.dropped(url, rule, page, time.time())
+        self.db.changed()
+
+    def ended(self, url: str, outcome: str) -> None:
+        """Nothing: the frontier keeps every URL's outcome."""
+
+
+class SqliteStore(MetNotes):
     """The store of the crawl in repository ``root``; None keeps it in memory, with no files
     (``scrapy check``)."""
 
@@ -92,13 +107,6 @@ class SqliteStore:
         """A document is stored: its record goes to the document store, and its URL is done."""
         self.documents.store(doc)
         self.frontier.ack(doc.url, "stored")
-
-    def dropped(self, url: str, rule: str, page: str) -> None:
-        self.met.dropped(url, rule, page, time.time())
-        self.db.changed()
-
-    def ended(self, url: str, outcome: str) -> None:
-        """Nothing: the frontier keeps every URL's outcome."""
 
     def commit(self) -> None:
         self.db.commit()

@@ -38,6 +38,7 @@ from tarantula.core.index import joined, restored
 from tarantula.core.state import COMPLETE, Run
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
+from tarantula.store.sqlite import MetNotes
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
@@ -453,7 +454,7 @@ class ShardRobots:
         return rules, (kind, why) if kind is not None else None, at
 
 
-class ShardStore:
+class ShardStore(MetNotes):
     """The store of process ``shard`` (1 to ``processes``) of the crawl in repository ``root``
     (see the module's docstring); process 1 starts the others with ``helpers``."""
 
@@ -570,13 +571,6 @@ class ShardStore:
     def stored(self, doc: StoredDocument) -> None:
         self.documents.store(doc)
         self.frontier.ack(doc.url, "stored")
-
-    def dropped(self, url: str, rule: str, page: str) -> None:
-        self.met.dropped(url, rule, page, time.time())
-        self.db.changed()
-
-    def ended(self, url: str, outcome: str) -> None:
-        """Nothing: the process's frontier keeps every URL's outcome."""
 
     def commit(self) -> None:
         self.db.commit()
