@@ -47,3 +47,5 @@ class RequisiteCopy:
     body: bytes = b""
     md5: str = ""
     path: str | None = None  # relative mirror path, set by the mirror pipeline
+    last_modified: str | None = None  # the response's validators, which a recrawl asks with
+    etag: str | None = None

@@ -89,7 +89,17 @@ def entry_request(context: CrawlContext, entry: Entry, callback: Callback,
         request.meta.update(json.loads(entry.extra))
     request.meta[HOST] = entry.host
     doc = context.documents.document(entry.url) if context.frontier.generation > 1 else None
-    if doc is None and context.frontier.generation > 1 and requisite_url(entry.url) is None:
+    requisite = requisite_url(entry.url)
+    if requisite is not None and context.frontier.generation > 1:
+        # A page requisite kept from before is asked for with its own validators.
+        known = context.store.requisites.requisite(requisite)
+        if known is not None and known.path is not None and (known.last_modified or known.etag):
+            if known.last_modified:
+                request.headers["If-Modified-Since"] = known.last_modified
+            if known.etag:
+                request.headers["If-None-Match"] = known.etag
+            request.meta["handle_httpstatus_list"] = [304]
+    if doc is None and context.frontier.generation > 1 and requisite is None:
         # An exact duplicate is asked for with its original's validators: a site's two names for
         # one file (``/`` and ``/index.html``) answer 304 to both, and nothing is downloaded.
         original = context.documents.duplicate_of(entry.url)

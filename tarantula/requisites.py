@@ -98,6 +98,10 @@ def fetched(spider: Spider, response: Response, entry: str) -> Iterator[Request 
     requests for what it imports and loads (requisites of the same page)."""
     context, stats = spider.context, spider.crawler.stats
     wanted = referenced(context, response.meta) or entry
+    if response.status == 304:  # a recrawl asked with its validators: the copy from before holds
+        context.leases.end(entry, "requisite")
+        stats.inc_value("tarantula/requisites/unchanged")
+        return
     try:
         final = context.rules.normalize(response.url)
     except UrlRejected:
@@ -111,7 +115,9 @@ def fetched(spider: Spider, response: Response, entry: str) -> Iterator[Request 
         yield from requests_for(context, stats, page, response.text, CSS, response.url,
                                 response.meta, spider.parse, spider.failed)  # fmt: skip
     md5 = hashlib.md5(response.body, usedforsecurity=False).hexdigest()
-    yield RequisiteCopy(wanted, entry, final, dtype, encoding, response.body, md5)
+    yield RequisiteCopy(wanted, entry, final, dtype, encoding, response.body, md5,
+                        last_modified=header(response, "Last-Modified"),
+                        etag=header(response, "ETag"))  # fmt: skip
 
 
 def page_requests(spider: Spider, response: Response, url: str,

@@ -82,3 +82,5 @@ class Requisite:
     type: str | None = None
     encoding: str | None = None
     outcome: str | None = None
+    last_modified: str | None = None  # the copy's validators, which a recrawl asks with
+    etag: str | None = None

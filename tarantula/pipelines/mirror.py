@@ -151,7 +151,8 @@ class MirrorPipeline:
                 raise DropItem(f"cannot store safely: {exc}") from exc
             self.documents.wrote_file()
         item.path = relpath.as_posix()
-        self.requisites.stored(item.url, item.path, item.md5, item.type, item.encoding)
+        self.requisites.stored(item.url, item.path, item.md5, item.type, item.encoding,
+                               item.last_modified, item.etag)  # fmt: skip
         self.leases.end(item.entry, "requisite")
         self.stats.inc_value("tarantula/requisites/stored")
         logger.info("Stored page requisite %s as %s", item.url, item.path)

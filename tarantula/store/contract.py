@@ -182,8 +182,10 @@ class RequisiteStore(Protocol):
         all (0: no bound). Each is recorded, a new one as ``page``'s."""
 
     def stored(self, url: str, path: str, md5: str, doc_type: str | None,
-               encoding: str | None) -> None:  # fmt: skip
-        """The requisite of ``url`` was fetched and its copy is at mirror ``path``."""
+               encoding: str | None, last_modified: str | None = None,
+               etag: str | None = None) -> None:  # fmt: skip
+        """The requisite of ``url`` was fetched and its copy is at mirror ``path``; its
+        ``Last-Modified`` and ``ETag``, if the server sent them, are what a recrawl asks with."""
 
     def failed(self, url: str, outcome: str) -> None:
         """The requisite of ``url`` could not be had, for ``outcome``."""

@@ -344,10 +344,11 @@ def test_requisites_are_wanted_once_a_generation_within_their_bound(stores: Stor
     assert requisites.want([css, png], "http://a.test/", 3) == [css, png]
     assert requisites.want([css, gif], "http://a.test/2", 3) == [gif]  # css wanted already
     assert requisites.want(["http://cdn.test/more.png"], "http://a.test/3", 3) == []  # bound
-    requisites.stored(css, "cdn.test/s.css", "m1", "css", "utf-8")
+    requisites.stored(css, "cdn.test/s.css", "m1", "css", "utf-8", "Sun, 06 Dec 2026", '"e1"')
     requisites.failed(png, "http-404")
     assert requisites.requisite(css) == Requisite(css, "http://a.test/", "cdn.test/s.css", "m1",
-                                                 "css", "utf-8")  # fmt: skip
+                                                 "css", "utf-8", None, "Sun, 06 Dec 2026",
+                                                 '"e1"')  # fmt: skip
     assert requisites.requisite(png) == Requisite(png, "http://a.test/", outcome="http-404")
     assert requisites.requisite(gif) == Requisite(gif, "http://a.test/2")
     assert requisites.requisite("http://cdn.test/never") is None

@@ -19,6 +19,7 @@ from tarantula.demo.server import Resource, SiteServer
 from tarantula.store.sqlite import SqliteStore
 from tests.helpers.crawls import (
     run_crawl,
+    run_scrapy,
     start_crawl,
     start_watch,
     wait_for,
@@ -206,6 +207,33 @@ def test_recrawl_asks_for_a_duplicate_with_its_original_s_validators(tmp_path):
             == f"{web.url('a.test', '/index.html')}\t{web.url('a.test', '/')}\n"
         )
         assert second.stats["tarantula/documents/duplicate"] == 1
+
+
+def test_recrawl_asks_for_a_page_requisite_with_its_validators(tmp_path):
+    root = tmp_path / "site"
+    write_site(root, {"index.html": '<title>Home</title><link rel="stylesheet" href="/s.css">',
+                      "s.css": "body { color: red }"})  # fmt: skip
+    with SiteServer(root=root) as web:
+        conf = write_conf(tmp_path, [web.url("a.test", "/")], period=0, page_requisites=True)
+        first = run_crawl(conf)
+        assert first.status == 0 and first.stats["tarantula/requisites/stored"] == 1
+        copy = first.repository / f"a.test:{web.port}" / "s.css"
+        assert copy.read_bytes() == b"body { color: red }"
+        # The page changes, its style sheet does not: the page comes again, the sheet is a 304.
+        later = time.time() + 5
+        write_site(
+            root, {"index.html": '<title>Home 2</title><link rel="stylesheet" href="/s.css">'}
+        )
+        os.utime(root / "a.test" / "index.html", (later, later))
+        web.clear()
+        second = run_crawl(conf)
+        assert second.status == 0, second.process.stdout
+        (sheet,) = [r for r in web.requests if r.target == "/s.css"]
+        assert "if-none-match" in {k.lower() for k in sheet.headers} and sheet.status == 304
+        assert second.stats["tarantula/requisites/unchanged"] == 1
+        assert copy.read_bytes() == b"body { color: red }"
+        verify = run_scrapy("verify", str(conf))
+        assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
 def test_recrawl_holds_max_page_number(web, tmp_path):

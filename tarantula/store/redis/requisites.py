@@ -21,7 +21,8 @@ _SCRIPTS = {"want_requisites": lua("want_requisites")}
 
 def _requisite(url: str, data: dict[str, Any]) -> Requisite:
     return Requisite(url, data["page"], data.get("path"), data.get("md5"), data.get("type"),
-                     data.get("encoding"), data.get("outcome"))  # fmt: skip
+                     data.get("encoding"), data.get("outcome"), data.get("lm"),
+                     data.get("etag"))  # fmt: skip
 
 
 class RedisRequisites:
@@ -49,9 +50,11 @@ class RedisRequisites:
         return None if raw is None else cast("dict[str, Any]", json.loads(raw))
 
     def stored(self, url: str, path: str, md5: str, doc_type: str | None,
-               encoding: str | None) -> None:  # fmt: skip
+               encoding: str | None, last_modified: str | None = None,
+               etag: str | None = None) -> None:  # fmt: skip
         data = self._data(url) or {"page": "", "g": self.generation}
-        data.update(path=path, md5=md5, type=doc_type, encoding=encoding, f=self.folder_id)
+        data.update(path=path, md5=md5, type=doc_type, encoding=encoding, f=self.folder_id,
+                    lm=last_modified, etag=etag)  # fmt: skip
         data.pop("outcome", None)
         pipe = self.client.pipeline(transaction=True)
         pipe.hset(self.key, url, json.dumps(data))

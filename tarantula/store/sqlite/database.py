@@ -54,6 +54,7 @@ CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NO
 #: ``urls.original`` is empty when it equals the URL, as most do, to keep the state small.
 ADDED_COLUMNS = (
     ("urls", "referrer", "INTEGER"), ("urls", "done", "REAL"), ("documents", "links", "BLOB"),
+    ("requisites", "last_modified", "TEXT"), ("requisites", "etag", "TEXT"),
 )  # fmt: skip
 
 

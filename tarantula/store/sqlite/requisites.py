@@ -8,7 +8,7 @@ from tarantula.core.requisites import Requisite
 from tarantula.store.sqlite.database import Statements
 
 #: The columns a :class:`~tarantula.core.requisites.Requisite` is read from, in its order.
-COLUMNS = "url, page, path, md5, type, encoding, outcome"
+COLUMNS = "url, page, path, md5, type, encoding, outcome, last_modified, etag"
 
 
 class SqliteRequisites:
@@ -48,11 +48,12 @@ class SqliteRequisites:
         return wanted
 
     def stored(self, url: str, path: str, md5: str, doc_type: str | None,
-               encoding: str | None) -> None:  # fmt: skip
+               encoding: str | None, last_modified: str | None = None,
+               etag: str | None = None) -> None:  # fmt: skip
         self.db.execute(
-            "UPDATE requisites SET path = ?, md5 = ?, type = ?, encoding = ?, outcome = NULL"
-            " WHERE url = ?",
-            (path, md5, doc_type, encoding, url),
+            "UPDATE requisites SET path = ?, md5 = ?, type = ?, encoding = ?, outcome = NULL,"
+            " last_modified = ?, etag = ? WHERE url = ?",
+            (path, md5, doc_type, encoding, last_modified, etag, url),
         )
         self.db.changed()
 

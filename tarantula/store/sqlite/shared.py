@@ -50,7 +50,7 @@ CREATE TABLE IF NOT EXISTS contents (md5 TEXT PRIMARY KEY, url TEXT NOT NULL) WI
 CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, stored INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS requisites (
     url TEXT PRIMARY KEY, page TEXT NOT NULL, path TEXT, md5 TEXT, type TEXT, encoding TEXT,
-    outcome TEXT, generation INTEGER NOT NULL) WITHOUT ROWID;
+    outcome TEXT, generation INTEGER NOT NULL, last_modified TEXT, etag TEXT) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NOT NULL;
 CREATE TABLE IF NOT EXISTS robots (
     site TEXT PRIMARY KEY, fetcher INTEGER NOT NULL, rules BLOB, kind TEXT, why TEXT, at REAL)
