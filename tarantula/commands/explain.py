@@ -195,10 +195,12 @@ class Command(ScrapyCommand):
             for reason in e.reasons:
                 print(f"  because     {reason}")
             if e.normalized is not None:
-                print(f"  the crawl   {what_the_crawl_met(config, e.normalized)}")
+                met = what_the_crawl_met(config, e.normalized)
                 try:
                     requisite = url_requisite(config, e.normalized)
                 except StoreUnavailable:
-                    requisite = None  # said on the line above
+                    requisite = None  # said on the crawl's line
+                if requisite is None or met != "never met it":  # else met as a requisite only
+                    print(f"  the crawl   {met}")
                 if requisite is not None:
                     print(f"  requisite   {requisite_line(requisite)}")

@@ -173,6 +173,7 @@ def test_requisites_keep_to_robots_one_hop_and_their_bound_and_count_for_no_page
         "(not in the index)" in explained.stdout
     )
     assert f"  requisite   of the page {home}: did not fetch it: filtered" in explained.stdout
+    assert "never met it" not in explained.stdout  # met, as requisites
     # what was not fetched stays an absolute URL in browse/, and verify names the pages it makes
     # reach the network when opened (the frame's own image: one hop; those past the bound); the
     # one robots.txt refused is a failed requisite, not a problem

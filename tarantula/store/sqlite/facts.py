@@ -115,7 +115,10 @@ def _requisites(root: Path, where: str, parameters: tuple[str, ...] = ()) -> lis
         return []
     db = connect_crawl(path)
     try:
-        rows = db.execute(f"SELECT {COLUMNS} FROM requisites {where}", parameters)
+        # A state made before a column was added (a crawl adds it when it opens the state).
+        have = {row[1] for row in db.execute("PRAGMA table_info(requisites)")}
+        columns = ", ".join(c if c in have else "NULL" for c in COLUMNS.split(", "))
+        rows = db.execute(f"SELECT {columns} FROM requisites {where}", parameters)
         return [Requisite(*row) for row in rows]
     except sqlite3.OperationalError:  # no such table: a state made before requisites were kept
         return []
