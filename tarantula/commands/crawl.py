@@ -167,3 +167,13 @@ class Command(ScrapyCrawlCommand):
             print(summary.text)
         if self.crawler_process.bootstrap_failed or (summary is not None and summary.errors):
             self.exitcode = 1
+            # The last line, in the log too (a scrapyd job's log: scrapyd's job list keeps no exit
+            # status, and only scrapyd's own log says "Process died: exitstatus=1").
+            errors = len(summary.errors) if summary is not None else 0
+            said = (
+                "the crawl did not start"
+                if self.crawler_process.bootstrap_failed
+                else f"{errors} error{'s' if errors != 1 else ''} of Tarantula's own code in this "
+                "run, named above; what it stored is kept"
+            )
+            tell(self, f"Exit status 1: {said}", logging.ERROR)

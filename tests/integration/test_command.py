@@ -186,6 +186,9 @@ def test_an_exception_in_crawler_code_makes_exit_status_1(web, tmp_path):
     )
     assert result.status == 1
     assert "errors               2" in result.process.stdout
+    # said last, in the log too (a scrapyd job's log is its only output)
+    said = "Exit status 1: 2 errors of Tarantula's own code in this run, named above"
+    assert said in result.process.stderr and said in result.log
     assert (
         "FaultyPipeline" in result.process.stdout or "deliberate failure" in result.process.stdout
     )
