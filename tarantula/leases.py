@@ -60,8 +60,8 @@ class Leases:
         """The leased ``url`` is done, not stored, for ``outcome``."""
         if self._let_go(url):
             assert url is not None
+            self.store.ended(url, outcome)  # first: the lease still tells the URL's depth
             self.frontier.ack(url, outcome)
-            self.store.ended(url, outcome)
 
     def stored(self, doc: StoredDocument) -> None:
         """The leased URL's document is stored: the store keeps its record and acknowledges the

@@ -31,6 +31,7 @@ from typing import Any
 
 from tarantula.core.config import CrawlConfig
 from tarantula.core.frontier import DONE, LEASED, QUEUED
+from tarantula.core.requisites import requisite_url
 from tarantula.core.state import COMPLETE
 
 #: The progress log's file name, in the repository's state folder.
@@ -59,6 +60,16 @@ CLASSES = (
     ("failed", "#c62828", "failed"),
     ("queued", "#1565c0", "still queued"),
 )
+
+
+def shown_entry(url: str) -> str:
+    """A frontier entry's URL as the report shows it (a page requisite's, marked so).
+
+    >>> shown_entry("http://h/s.css#requisite"), shown_entry("http://h/")
+    ('http://h/s.css (page requisite)', 'http://h/')
+    """
+    requisite = requisite_url(url)
+    return url if requisite is None else f"{requisite} (page requisite)"
 
 
 def outcome_class(state: int, outcome: str | None) -> str:

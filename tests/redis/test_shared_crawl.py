@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import time
 import zipfile
@@ -34,6 +35,13 @@ from tests.helpers.shared import (
 from tests.helpers.treesite import PAGES, assert_whole, tree_body, tree_site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
+
+
+def section_of(report: str, name: str) -> str:
+    """A section of a report page, as written."""
+    found = re.search(rf'<section id="{name}">.*?</section>', report, re.S)
+    assert found, name
+    return found[0]
 
 
 def stored_by(conf: Path, name: str) -> int:
@@ -78,6 +86,9 @@ def test_two_workers_build_the_index_one_process_builds(web, tmp_path, redis_ser
     assert f'data-label="html" data-value="{PAGES}"' in shared_report
     assert f'data-label="stored" data-value="{PAGES}"' in shared_report
     assert figure(shared_report, "fetched") == figure(alone_report, "fetched") == str(PAGES)
+    # The per-URL sections too: depths and seeds from Redis and the workers' record files.
+    for section in ("depth", "seeds", "failed"):
+        assert section_of(shared_report, section) == section_of(alone_report, section), section
     # browse/ is the one process's: the last worker's pass links every page to the others.
     assert browse_files(repository) == browse_files(alone.repository)
     check = run_scrapy("verify", str(conf))
@@ -280,3 +291,25 @@ def test_a_run_before_the_period_fetches_nothing(web, tmp_path, redis_server):
     (again,) = finish(start_worker(conf, "w1"))
     assert "is complete" in again and "Nothing to do." in again
     assert web.requests == []
+
+
+def test_a_shared_crawl_s_report_names_its_failures_seeds_and_depths(web, tmp_path, redis_server):
+    home = "<title>Home</title>" + "".join(f'<a href="/p{i}.html">p</a>' for i in range(6))
+    home += '<a href="/missing.html">gone</a><img src="/gone.png">'
+    for i in range(6):
+        web.page("a.test", f"/p{i}.html", f"<title>P{i}</title>")
+    conf = shared_conf(tmp_path / "c", web.url("a.test", "/"), redis_server, page_requisites=True)
+    wait_for_workers(web, conf, redis_server, "/", home.encode())
+    finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
+    report = (tmp_path / "c" / "repo" / "report.html").read_text(encoding="utf-8")
+    # One truth: the tile, the chart and the table count the page's and the requisite's failure.
+    assert figure(report, "failures") == "2"
+    failed = section_of(report, "failed")
+    assert web.url("a.test", "/missing.html") in failed
+    assert f"{web.url('a.test', '/gone.png')} (page requisite)" in failed
+    assert 'data-label="http-404" data-value="2"' in section_of(report, "failures")
+    seeds = section_of(report, "seeds")
+    assert web.url("a.test", "/") in seeds and "stored" in seeds
+    depth = re.findall(r'data-column="(\d+)" data-category="(\w+)" data-value="(\d+)"',
+                       section_of(report, "depth"))  # fmt: skip
+    assert depth == [("0", "stored", "1"), ("1", "stored", "6"), ("1", "failed", "1")]

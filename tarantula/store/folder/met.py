@@ -18,16 +18,16 @@ from tarantula.core.frontier import HashSet, url_hash
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS met (
     hash INTEGER PRIMARY KEY, url TEXT NOT NULL, outcome TEXT NOT NULL, page TEXT,
-    generation INTEGER NOT NULL, at REAL NOT NULL);
+    generation INTEGER NOT NULL, at REAL NOT NULL, depth INTEGER);
 """
 
 #: A row replaces an earlier generation's; in one generation an outcome replaces what was there
 #: (a link dropped on one page may be fetched from another), a dropped link nothing (it keeps the
 #: first page it was met on).
 _PUT = (
-    "INSERT INTO met VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO UPDATE SET"
+    "INSERT INTO met VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO UPDATE SET"
     " url = excluded.url, outcome = excluded.outcome, page = excluded.page,"
-    " generation = excluded.generation, at = excluded.at"
+    " generation = excluded.generation, at = excluded.at, depth = excluded.depth"
     " WHERE met.generation < excluded.generation OR excluded.page IS NULL"
 )
 
@@ -39,6 +39,7 @@ class MetRow:
     page: str | None  # the page a dropped link was met on; None for a handled URL
     generation: int
     at: float  # Unix time
+    depth: int | None = None  # a handled URL's link hops from a seed, when known
 
 
 class MetLog:
@@ -55,11 +56,12 @@ class MetLog:
         if key in self._noted:
             return
         self._noted.add(key)
-        self._rows.append((key, url, rule, page, self.generation, at))
+        self._rows.append((key, url, rule, page, self.generation, at, None))
 
-    def ended(self, url: str, outcome: str, at: float) -> None:
-        """The URL ``url`` was handled with ``outcome`` (a store that keeps no outcome of its own)."""
-        self._rows.append((url_hash(url), url, outcome, None, self.generation, at))
+    def ended(self, url: str, outcome: str, at: float, depth: int | None = None) -> None:
+        """The URL ``url`` (at ``depth``) was handled with ``outcome`` (a store that keeps no
+        outcome of its own)."""
+        self._rows.append((url_hash(url), url, outcome, None, self.generation, at, depth))
 
     def flush(self, executemany: Callable[[str, list[tuple[Any, ...]]], object]) -> None:
         if self._rows:
@@ -72,10 +74,23 @@ def met_row(db: sqlite3.Connection, url: str) -> MetRow | None:
     before it was kept)."""
     try:
         row = db.execute(
-            "SELECT url, outcome, page, generation, at FROM met WHERE hash = ?"
+            "SELECT url, outcome, page, generation, at, depth FROM met WHERE hash = ?"
             " ORDER BY generation DESC LIMIT 1",
             (url_hash(url),),
         ).fetchone()
     except sqlite3.OperationalError:
         return None
     return None if row is None else MetRow(*row)
+
+
+def met_rows(db: sqlite3.Connection, generation: int) -> list[MetRow]:
+    """The URLs handled in ``generation`` (not the links dropped) the table in ``db`` keeps."""
+    try:
+        rows = db.execute(
+            "SELECT url, outcome, page, generation, at, depth FROM met"
+            " WHERE generation = ? AND page IS NULL ORDER BY at",
+            (generation,),
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [MetRow(*row) for row in rows]

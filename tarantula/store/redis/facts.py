@@ -4,7 +4,9 @@
 Redis keeps the frontier, the stored documents, the duplicates, the runs and a count of every
 outcome, but no outcome of a single URL (a done URL's record is deleted, its hash stays in the
 seen-set): the report of a shared crawl has its documents, types, hosts' documents, duplicates,
-runs and outcomes by kind, not the per-URL figures (depths, failed URLs, seeds' outcomes).
+runs and outcomes by kind from Redis, and the per-URL figures (depths, hosts' failures, failed
+URLs, seeds' outcomes) from what the workers of the configured folder handled, which their record
+files keep (:mod:`tarantula.store.folder.met`), with no referrer.
 """
 
 from __future__ import annotations
@@ -17,11 +19,20 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.facts import Met
-from tarantula.core.frontier import host_of
+from tarantula.core.frontier import DONE, host_of
 from tarantula.core.index import UNKNOWN, parse_index
 from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read_folder_id
-from tarantula.core.report import RunRow, StateFigures
-from tarantula.core.requisites import Requisite
+from tarantula.core.report import (
+    FAILED_LISTED,
+    RunRow,
+    SeedRow,
+    StateFigures,
+    outcome_class,
+    shown_entry,
+)
+from tarantula.core.requisites import Requisite, requisite_url
+from tarantula.core.urls import UrlRejected, normalize_url
+from tarantula.store.folder.met import MetRow
 from tarantula.store.redis.essentials import Essentials
 from tarantula.store.redis.records import folder_files
 from tarantula.store.redis.shared import RedisUnreachable, crawl_id, read_crawl
@@ -199,10 +210,14 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         generation = runs[-1].generation if runs else 0
         types: Counter[str] = Counter()
         pages: Counter[str] = Counter()
+        depths: Counter[tuple[int, str]] = Counter()
+        stored: dict[str, int] = {}  # URL -> depth
         for page in stored_pages(client, prefix):
             for doc in map(Essentials.decode, page.values()):
                 types[doc.type or UNKNOWN] += 1
                 pages[host_of(doc.url)] += 1
+                depths[doc.depth, "stored"] += 1
+                stored[doc.url] = doc.depth
         originals: Counter[str] = Counter(
             data["original"]
             for _, data in _scan(client, prefix + "dups")
@@ -216,21 +231,71 @@ def state_figures(config: CrawlConfig) -> StateFigures:
             if node is not client:
                 node.close()
         requisites = outcomes.pop("requisite", 0)  # page requisites kept: not documents' URLs
+        duplicated = {url for url, data in _scan(client, prefix + "dups")
+                      if data.get("generation") == generation}  # fmt: skip
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
         client.close()
+    handled = _handled(config.repository, generation)
+    hosts: Counter[tuple[str, str]] = Counter((host, "stored") for host in pages.elements())
+    failed: list[tuple[str, str, str | None]] = []
+    failed_requisites: Counter[tuple[str, str]] = Counter()
+    for row in handled:
+        kind = outcome_class(DONE, row.outcome)
+        if (requisite := requisite_url(row.url)) is not None:
+            if kind == "failed":
+                failed_requisites[host_of(requisite), row.outcome] += 1
+        else:
+            hosts[host_of(row.url), kind] += 1
+            if row.depth is not None:
+                depths[row.depth, kind] += 1
+        if kind == "failed" and len(failed) < FAILED_LISTED:
+            # A shared crawl keeps no referrer: a seed's is None, any other's unknown ("-").
+            failed.append((shown_entry(row.url), row.outcome, None if row.depth == 0 else "-"))
+    # Redis counts every URL's outcome, page requisites' too: these are counted apart.
+    for (_, kind), count in failed_requisites.items():
+        outcomes[kind] -= min(count, outcomes[kind])
+    outcome_of = {row.url: row.outcome for row in handled}
+    seeds = []
+    for seed in config.starting_points:
+        try:
+            url: str | None = normalize_url(seed)
+        except UrlRejected:
+            url = None
+        found = None if url is None else (
+            "stored" if url in stored else "duplicate" if url in duplicated
+            else outcome_of.get(url)
+        )  # fmt: skip
+        seeds.append(SeedRow(seed, url, found))
     return StateFigures(
         runs=tuple(RunRow(r.id, r.kind, r.generation, r.started, r.ended, r.reason) for r in runs),
         generation=generation,
         documents=sum(types.values()),
         types=dict(types),
         pages=dict(pages),
-        outcomes=dict(outcomes),
+        outcomes={kind: count for kind, count in outcomes.items() if count},
         duplicates=sum(originals.values()),
         top_duplicates=tuple(sorted(originals.items(), key=lambda kv: (-kv[1], kv[0]))[:10]),
         requisites=requisites,
+        hosts=dict(hosts),
+        depths=dict(depths),
+        seeds=tuple(seeds),
+        failed=tuple(failed),
+        failed_requisites=dict(failed_requisites),
     )
+
+
+def _handled(root: Path, generation: int) -> list[MetRow]:
+    """What the workers of folder ``root`` handled without a document in ``generation`` (their
+    record files): a shared crawl's per-URL outcomes, which Redis does not keep."""
+    rows = []
+    for records in folder_files(root):
+        try:
+            rows += records.handled(generation)
+        finally:
+            records.close()
+    return rows
 
 
 def _scan(client: Any, key: str, chunk: int = 1000) -> Any:

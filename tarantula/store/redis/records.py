@@ -30,7 +30,7 @@ from typing import Any
 
 from tarantula.core.layout import STATE_FOLDER
 from tarantula.store.folder.met import SCHEMA as MET_SCHEMA
-from tarantula.store.folder.met import MetRow, met_row
+from tarantula.store.folder.met import MetRow, met_row, met_rows
 
 #: The folder of the record files, in the state folder.
 RECORDS_FOLDER = "records"
@@ -131,6 +131,10 @@ class RecordFile:
 
     def met(self, url: str) -> MetRow | None:
         return met_row(self._db, url)
+
+    def handled(self, generation: int) -> list[MetRow]:
+        """The URLs its worker handled without a document in ``generation``."""
+        return met_rows(self._db, generation)
 
     def close(self) -> None:
         self._db.close()

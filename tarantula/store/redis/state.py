@@ -182,7 +182,9 @@ class RedisState:
     def ended(self, url: str, outcome: str) -> None:
         """Kept in the worker's record file: Redis keeps no outcome of single URLs."""
         if self.records is not None:
-            self.met.ended(url, outcome, time.time())
+            place = self.frontier.place(url)
+            depth = int.from_bytes(place[0], "big") if place is not None else None
+            self.met.ended(url, outcome, time.time(), depth)
             self.db.changed()
 
     def commit(self) -> None:

@@ -21,8 +21,9 @@ from tarantula.core.report import (
     SeedRow,
     StateFigures,
     outcome_class,
+    shown_entry,
 )
-from tarantula.core.requisites import MARK, Requisite, requisite_url
+from tarantula.core.requisites import MARK, Requisite
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.folder.met import met_row
@@ -134,12 +135,6 @@ def _frontier_outcome(state: int, outcome: str | None) -> str:
     return outcome or "done"
 
 
-def _shown(url: str) -> str:
-    """A frontier entry's URL as the report shows it (a page requisite's, marked so)."""
-    requisite = requisite_url(url)
-    return url if requisite is None else f"{requisite} (page requisite)"
-
-
 def _record_type(record: str) -> str:
     """The ``type`` field of an index record (the sixth of its first line)."""
     fields = record.partition("\n")[0].split("\t")
@@ -214,7 +209,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
             )
         }
         failed = tuple(
-            (_shown(url), outcome, referrer)
+            (shown_entry(url), outcome, referrer)
             for url, outcome, referrer in db.execute(
                 "SELECT u.url, u.outcome, r.url FROM urls AS u LEFT JOIN urls AS r"
                 " ON r.hash = u.referrer WHERE u.generation = ? AND u.state = 2"
