@@ -17,6 +17,7 @@ import pytest
 
 from tarantula.demo.server import Resource, SiteServer
 from tests.helpers.crawls import Crawl, run_crawl, run_scrapy, start_crawl, wait_for, write_conf
+from tests.helpers.shared import browse_files
 from tests.helpers.treesite import assert_whole, tree_site
 
 pytestmark = pytest.mark.e2e
@@ -64,9 +65,10 @@ def described(crawl: Crawl) -> set[tuple[object, ...]]:
 
 def test_two_processes_make_one_process_s_index_duplicates_and_mirror(web, tmp_path):
     seeds = hosts_site(web, missing=True)
-    one = crawl_in(tmp_path / "one", seeds, threads=4, host_concurrency=2, log_level=1)
+    one = crawl_in(tmp_path / "one", seeds, threads=4, host_concurrency=2, log_level=1,
+                   browsable=True)  # fmt: skip
     two = crawl_in(tmp_path / "two", seeds, threads=4, host_concurrency=2, log_level=1,
-                   processes=2)  # fmt: skip
+                   processes=2, browsable=True)  # fmt: skip
     assert one.status == two.status == 0, two.process.stdout + two.log
     assert len(one.records) == HOSTS * PAGES + 1  # each host's pages, and one copy
     assert described(two) == described(one)
@@ -80,6 +82,19 @@ def test_two_processes_make_one_process_s_index_duplicates_and_mirror(web, tmp_p
         f for f in one.files() if "copy" not in f
     ]
     assert len([f for f in two.files() if "copy" in f]) == 1
+
+    # The browsable copy is one process's, page for page (a page's links to the copy name the
+    # host whose copy came first).
+    def without_copy(files: dict[str, bytes]) -> dict[str, bytes]:
+        return {
+            k: re.sub(rb'href="[^"]*copy[^"]*"', b"", v)
+            for k, v in files.items()
+            if "copy" not in k
+        }
+
+    alone, shared = browse_files(one.repository), browse_files(two.repository)
+    assert len(alone) == len(shared) == HOSTS * PAGES + 1
+    assert without_copy(shared) == without_copy(alone)
     # One summary, of the whole crawl, and every page fetched once.
     out = two.process.stdout
     assert out.count("Crawl finished (finished)") == 1, out

@@ -115,7 +115,13 @@ class SqliteBackend:
 
         if not isinstance(store, SqliteStore):
             # Outside a crawl (store None), or in a crawl on N processes, whose processes all
-            # write the folder's browse/: in passes, taking turns.
+            # write the folder's browse/: in passes, taking turns. There the helpers make the
+            # passes while the crawl runs, at most half their time (a helper whose hosts are done
+            # early, as is common, has nothing else to do), and the first process only the last:
+            # it holds the crawl's first hosts, often its largest.
+            if store is not None and store.processes[1] > 1:
+                helper = store.processes[0] > 1
+                interval, share = (2.0, 0.5) if helper else (float("inf"), share)
             return FolderBrowse(root, lambda: self.folder_documents(root), normalize,
                                 duplicates=lambda: self.folder_duplicates(root),
                                 requisites=lambda: self.folder_requisites(root),
