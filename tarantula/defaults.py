@@ -21,6 +21,10 @@ TARANTULA_RESOLVE_ONLY: bool = False
 #: (the mirror's new files), which is most of its cost.
 TARANTULA_COMMIT_INTERVAL: float = 1.0
 
+#: Seconds between two snapshots of a run's counters for the report (more when writing them takes
+#: long): a process killed before its run's end is counted in the report up to its last one.
+TARANTULA_SNAPSHOT_INTERVAL: float = 5.0
+
 #: Keep the crawl state in memory instead of ``<repository>/.tarantula/state.db`` (nothing
 #: survives the process; ``scrapy check`` uses this).
 TARANTULA_STATE_IN_MEMORY: bool = False

@@ -23,6 +23,7 @@ This module holds the figures, as plain values (:func:`build_report`); the page 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -257,19 +258,50 @@ class ProgressLog:
     >>> samples, figures = log.read()
     >>> [s.documents for s in samples], figures[1].fetched
     ([0, 3], 4)
+
+    A process killed before its run's end counts as its last snapshot says; one that ended, once:
+
+    >>> log.snapshot(2, RunFigures(fetched=5), "", "killed")
+    >>> log.snapshot(2, RunFigures(fetched=6), "", "ended")
+    >>> log.run_ended(2, RunFigures(fetched=7), "", "ended")
+    >>> log.read()[1][2].fetched
+    12
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def _snapshot_path(self, instance: str) -> Path:
+        return self.path.with_name(f"{self.path.stem}-{instance}.json")
+
+    def _snapshots(self) -> list[Path]:
+        return sorted(self.path.parent.glob(f"{self.path.stem}-*.json"))
+
     def reset(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_bytes(b"")
+        for snapshot in self._snapshots():  # an earlier crawl's
+            snapshot.unlink(missing_ok=True)
+
+    def snapshot(self, run: int, figures: RunFigures, worker: str, instance: str) -> None:
+        """The counters so far of process ``instance`` (one start of a worker) in ``run``, in a
+        file of its own, replaced each time: if the process is killed, the report counts them
+        up to then (a killed run, or a worker killed and started again under its name)."""
+        path = self._snapshot_path(instance)
+        entry = {"run": run, "figures": figures.to_json(), "w": worker, "i": instance}
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(json.dumps(entry, separators=(",", ":")), encoding="utf-8")
+        os.replace(temporary, path)
 
     def _append(self, entry: Mapping[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as log:
-            log.write(json.dumps(entry, separators=(",", ":")) + "\n")
+        line = (json.dumps(entry, separators=(",", ":")) + "\n").encode("utf-8")
+        with self.path.open("a+b") as log:
+            if log.tell() > 0:  # a line a kill cut keeps its own line: this one is read whole
+                log.seek(-1, os.SEEK_END)
+                if log.read(1) != b"\n":
+                    line = b"\n" + line
+            log.write(line)
 
     def sample(self, sample: Sample) -> None:
         entry: dict[str, Any] = {
@@ -282,11 +314,17 @@ class ProgressLog:
             entry["w"] = sample.worker
         self._append(entry)
 
-    def run_ended(self, run: int, figures: RunFigures, worker: str = "") -> None:
+    def run_ended(
+        self, run: int, figures: RunFigures, worker: str = "", instance: str = ""
+    ) -> None:
         entry: dict[str, Any] = {"run": run, "figures": figures.to_json()}
         if worker:
             entry["w"] = worker
+        if instance:
+            entry["i"] = instance
         self._append(entry)
+        if instance:  # counted in the log now (a kill before this line leaves both: see read)
+            self._snapshot_path(instance).unlink(missing_ok=True)
 
     def entries(self) -> tuple[list[Sample], list[tuple[int, RunFigures]]]:
         """The samples and the run figures, as written."""
@@ -294,17 +332,27 @@ class ProgressLog:
         figures: list[tuple[int, RunFigures]] = []
         if not self.path.exists():
             return samples, figures
+        ended = set()
         for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
             try:
                 entry = json.loads(line)
                 if "figures" in entry:
                     figures.append((int(entry["run"]), RunFigures.from_json(entry["figures"])))
+                    ended.add(entry.get("i"))
                 else:
                     sample = Sample(float(entry["t"]), int(entry["run"]), int(entry["documents"]),
                                     int(entry["fetched"]), str(entry.get("w", "")))  # fmt: skip
                     samples.append(sample)
             except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # a line cut by a kill
+        # The processes killed before their run's end: their counters as last written.
+        for path in self._snapshots():
+            try:
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                if entry.get("i") not in ended:
+                    figures.append((int(entry["run"]), RunFigures.from_json(entry["figures"])))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
         return samples, figures
 
     def read(self) -> tuple[list[Sample], dict[int, RunFigures]]:

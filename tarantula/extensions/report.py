@@ -6,12 +6,15 @@ run) every few seconds into the progress log beside the crawl state
 resume adds to it. When the run closes, however it ends (the frontier is empty, ``time-limit``,
 ``max-page-number``, Ctrl-C), the run's counters go into the log too, and the report is built from
 the crawl state, the log and those counters (:mod:`tarantula.core.report`) and written atomically.
+Every few seconds the run's counters so far are also written to a file of this process's own
+(:meth:`~tarantula.core.report.ProgressLog.snapshot`): a process killed before its run's end is
+counted up to then.
 So a resumed crawl's report covers the whole crawl. The workers of a crawl shared through Redis
 that write one folder add to one log, each line naming its worker, and the report adds their
 counters up: the last worker to end writes the report of every worker (a folder of a worker's own
 has that worker's counters; ``scrapy merge`` writes the merged repository's from every folder's
 log). A run that is killed (``kill -9``, a second
-Ctrl-C) writes no report; the next run's report covers it, but for that run's counters.
+Ctrl-C) writes no report; the next run's report covers it, with its counters as last snapshotted.
 
 Settings: the configuration's ``report`` (off: :class:`NotConfigured`); a crawl state kept in
 memory (``scrapy check``) writes no report. Stats: none.
@@ -20,6 +23,7 @@ memory (``scrapy check``) writes no report. Stats: none.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +63,12 @@ class CrawlReport:
         self.stats = crawler.stats
         self.log = ProgressLog(context.repository.state_path.parent / PROGRESS_NAME)
         self.run: int | None = None
+        # This start of this process: its counters' snapshot, until its run ends.
+        self.instance = f"{os.getpid()}-{time.time_ns() // 1_000_000}"
         self._last: tuple[int, int] | None = None
         self._due = 0.0
+        self._snapshot_due = 0.0
+        self.snapshot_interval = crawler.settings.getfloat("TARANTULA_SNAPSHOT_INTERVAL")
         self._sampler: Any = None
         crawler.signals.connect(self.opened, signal=signals.spider_opened)
         crawler.signals.connect(self.closed, signal=signals.spider_closed)
@@ -110,6 +118,11 @@ class CrawlReport:
         if current != self._last:
             self.log.sample(Sample(time.time(), self.run, *current, self.context.store.worker))
             self._last = current
+        if now >= self._snapshot_due:
+            started = time.monotonic()
+            self.log.snapshot(self.run, self.figures(), self.context.store.worker, self.instance)
+            spent = time.monotonic() - started
+            self._snapshot_due = started + max(self.snapshot_interval, 100 * spent)
 
     def figures(self) -> RunFigures:
         """This run's counters: its stats and, per host, the politeness state."""
@@ -134,7 +147,7 @@ class CrawlReport:
             figures = self.figures()
             worker = self.context.store.worker
             self.log.sample(Sample(time.time(), self.run, state.documents, figures.fetched, worker))
-            self.log.run_ended(self.run, figures, worker)
+            self.log.run_ended(self.run, figures, worker, self.instance)
             # Workers of one folder take turns: the last to take the lock has read every line
             # the others logged before it, and writes last, so the report left covers them all.
             with folder_lock(self.log.path.parent / REPORT_LOCK_NAME):

@@ -3,7 +3,9 @@ processes against the recording server, asserting from the server's own request 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import os
 import re
 import signal
@@ -150,6 +152,39 @@ def test_kill_9_of_a_worker_loses_nothing(web, tmp_path, redis_server):
         assert "Worker w1 stopped answering: its lease on" in (tmp_path / "w2.log").read_text(
             encoding="utf-8"
         )
+
+
+def test_a_worker_killed_and_started_again_under_its_name_is_counted_in_the_report(
+    web, tmp_path, redis_server
+):
+    urls = tree_site(web, delay=0.2)  # a crawl of several seconds
+    conf = shared_conf(tmp_path, urls[0], redis_server, lease_timeout=3)
+    wait_for_workers(web, conf, redis_server, "/p0.html", tree_body(0))
+    often = "TARANTULA_SNAPSHOT_INTERVAL=0.5"  # w1 snapshots its counters while it crawls
+    w1, w2 = start_worker(conf, "w1", often), start_worker(conf, "w2", often)
+    state = tmp_path / "repo" / ".tarantula"
+
+    def snapshots() -> dict[str, int]:
+        found = {}
+        for path in state.glob("progress-*.json"):
+            with contextlib.suppress(OSError, ValueError):  # being replaced
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                found[entry["w"]] = entry["figures"]["fetched"]
+        return found
+
+    wait_for(lambda: snapshots().get("w1", 0) > 0, timeout=120)  # w1 has counted something
+    w1.send_signal(signal.SIGKILL)
+    w1.communicate()
+    killed = snapshots()["w1"]
+    finish(start_worker(conf, "w1"), w2)  # w1 again, under its name
+    lines = (state / "progress.jsonl").read_text(encoding="utf-8").splitlines()
+    ended = [json.loads(line)["figures"]["fetched"] for line in lines if '"figures"' in line]
+    assert len(ended) == 2  # the two workers that ended; the killed one left its snapshot
+    report = (tmp_path / "repo" / "report.html").read_text(encoding="utf-8")
+    shown = int(figure(report, "fetched").split()[0].replace(",", ""))
+    assert shown == sum(ended) + killed
+    # What the killed w1 fetched after its last snapshot (a few seconds at most) is not counted.
+    assert shown <= sum(page_fetches(web).values())
 
 
 def test_max_page_number_is_exact_across_workers(web, tmp_path, redis_server):
