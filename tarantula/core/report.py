@@ -472,6 +472,9 @@ class Report:
     marks: tuple[tuple[float, str], ...]  # where a later run of the crawl begins
     hosts: tuple[HostRow, ...]  # by documents stored, then URLs
     summary: str | None  # the last run's summary, as printed
+    #: In a crawl shared by several workers, the worker whose summary that is (its own part of
+    #: the run: each worker prints its own); "" in one process.
+    summary_worker: str = ""
 
     @property
     def last(self) -> RunRow | None:
@@ -565,6 +568,7 @@ def build_report(
     figures: Mapping[int, RunFigures],
     *,
     summary: str | None = None,
+    summary_worker: str = "",
     generated: float = 0.0,
 ) -> Report:
     """The report of the crawl's latest generation from its state, its progress log and the
@@ -606,4 +610,5 @@ def build_report(
         marks=tuple(marks),
         hosts=tuple(hosts),
         summary=summary,
+        summary_worker=summary_worker,
     )

@@ -156,7 +156,7 @@ class CrawlReport:
                 summary = self.crawler.get_extension(CrawlSummary)
                 report = build_report(config, state, samples, runs,
                                       summary=summary.text if summary else None,
-                                      generated=time.time())  # fmt: skip
+                                      summary_worker=worker, generated=time.time())  # fmt: skip
                 # Jinja2 and the charts are imported when the report is written: a crawl's start
                 # does not wait for them.
                 from tarantula.core.page import render_html, write_report

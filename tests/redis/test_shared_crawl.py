@@ -348,3 +348,5 @@ def test_a_shared_crawl_s_report_names_its_failures_seeds_and_depths(web, tmp_pa
     depth = re.findall(r'data-column="(\d+)" data-category="(\w+)" data-value="(\d+)"',
                        section_of(report, "depth"))  # fmt: skip
     assert depth == [("0", "stored", "1"), ("1", "stored", "6"), ("1", "failed", "1")]
+    # The summary shown is the last worker's own, and says so.
+    assert re.search(r"The last run's summary by worker w[12], of its own part of the run", report)
