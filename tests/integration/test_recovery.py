@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import os
+import re
 import signal
 import sqlite3
 import time
@@ -207,6 +208,13 @@ def test_recrawl_asks_for_a_duplicate_with_its_original_s_validators(tmp_path):
             == f"{web.url('a.test', '/index.html')}\t{web.url('a.test', '/')}\n"
         )
         assert second.stats["tarantula/documents/duplicate"] == 1
+        # The report's figures are the recrawl's, as the server logged them.
+        report = (second.repository / "report.html").read_text(encoding="utf-8")
+        robots = [r for r in web.requests if r.target == "/robots.txt"]
+        assert re.search(
+            rf'data-key="fetched"><dt>[^<]*</dt><dd>{len(pages)} <small>\+ {len(robots)} robots',
+            report,
+        ), re.search(r'data-key="fetched">.{0,120}', report)
 
 
 def test_recrawl_asks_for_a_page_requisite_with_its_validators(tmp_path):
