@@ -162,7 +162,9 @@ def test_a_kill_9_of_the_whole_crawl_is_resumed_with_nothing_lost(web, tmp_path)
                       log_level=1, processes=2)  # fmt: skip
     state = tmp_path / "repo" / ".tarantula" / "state.db"
     process = start_crawl(conf)
-    wait_for(lambda: len(web.requests) >= 150)
+    index = tmp_path / "repo" / "index.txt"
+    # Mid-crawl: some pages fetched and a commit's records in the index.
+    wait_for(lambda: len(web.requests) >= 150 and index.exists() and index.stat().st_size > 0)
     db = sqlite3.connect(state)
     helper = db.execute("SELECT pid FROM shards WHERE shard = 2").fetchone()[0]
     db.close()
