@@ -21,12 +21,37 @@ it is given.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 from tarantula.core.rules import RULE_HELP, UrlRules, Verdict
 from tarantula.core.scope import origin
 from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url, query_in_encoding
+
+#: Log out, sign out, log off, end session: any case, any separator, not inside a longer word
+#: (``/catalog/outdoor``, ``blog-offers`` are not).
+_LOGOUT = re.compile(
+    r"(?<![a-z])(?:(?:log|sign)[\s_.+-]*(?:out|off)|end[\s_.+-]*session)(?![a-z])", re.IGNORECASE
+)
+
+
+def logs_out(url: str, anchor: str = "") -> bool:
+    """Whether following a link would log the crawl out (SPEC 13): its URL's path or query, or its
+    anchor text, says so.
+
+    >>> [logs_out(u) for u in ("http://a.org/logout", "http://a.org/x?action=Sign_Off",
+    ...                        "http://a.org/end-session.php", "http://a.org/log%20out")]
+    [True, True, True, True]
+    >>> logs_out("http://a.org/bye.php", "Log Out"), logs_out("http://a.org/u", "Sign out now")
+    (True, True)
+    >>> [logs_out(u) for u in ("http://a.org/catalog/outdoor.html", "http://a.org/blog-offers",
+    ...                        "http://logout.example/", "http://a.org/login")]
+    [False, False, False, False]
+    """
+    target = unquote(url.partition("://")[2].partition("/")[2])  # the path and query: no host
+    return bool(_LOGOUT.search(target) or (anchor and _LOGOUT.search(anchor)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +152,8 @@ def plan_links(links: Sequence[Link], rules: UrlRules, *, robots: Callable[[str]
     ``robots`` says whether robots.txt allows a normalized URL (its site's rules are known by
     now); ``seen`` whether the frontier knows it already; ``depth`` is the links' distance from
     the seeds. A link is listed when robots.txt allows it; it is fetched, once, when it is also
-    new, passes the guards against endless URL spaces, is within ``max_depth`` and may be worth
-    fetching (SPEC 5).
+    new, passes the guards against endless URL spaces, would not log the crawl out
+    (:func:`logs_out`), is within ``max_depth`` and may be worth fetching (SPEC 5).
     """
     plan = LinkPlan()
     too_deep = 0 < max_depth < depth
@@ -142,6 +167,8 @@ def plan_links(links: Sequence[Link], rules: UrlRules, *, robots: Callable[[str]
         if url in queued or seen(url):
             continue
         rule = link.verdict.rule  # a guard: listed, never fetched
+        if rule is None and logs_out(url, link.anchor):
+            rule = "logout"
         if rule is None and too_deep:
             rule = "max-depth"
         if rule is None and not rules.worth_fetching(url):
@@ -189,7 +216,7 @@ def explain(rules: UrlRules, url: str, robots_allowed: bool | None = None) -> Ex
         return Explanation(url, normalized, "no", "no", "no", ("robots.txt disallows it",))
     reasons = [] if robots_allowed is not None else ["robots.txt not checked (use --robots)"]
     listed = "yes" if robots_allowed else "yes, unless robots.txt disallows it"
-    guard = link.verdict.rule
+    guard = link.verdict.rule or ("logout" if logs_out(normalized) else None)
     if guard is not None:  # a guard: listed as a link, never fetched
         return Explanation(
             url,

@@ -220,4 +220,6 @@ RULE_HELP = {
     "reject": "a reject-list pattern matches",
     "pattern-timeout": "a pattern could not decide in time",
     "error": "a rule failed",
+    "logout": "its URL or anchor text says log out, sign out, log off or end session: a crawl never"
+    " logs itself out (listed, not fetched)",
 }

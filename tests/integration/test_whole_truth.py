@@ -146,3 +146,25 @@ def test_explain_names_the_rule_and_the_page_of_a_link_the_crawl_left(web, tmp_p
         assert f"left it by rule {rule}: met on {page} at " in explained, explained
     assert "never met it" in run_scrapy("explain", str(conf), web.url("a.test", "/no.html")).stdout
     assert not any(r.target in ("/big.zip", "/private/x.html") for r in web.requests)
+
+
+def test_a_crawl_never_logs_itself_out(web, tmp_path):
+    page = web.url("a.test", "/")
+    web.page(
+        "a.test",
+        "/",
+        '<a href="/logout">Bye</a><a href="/account?do=sign_off">account</a>'
+        '<a href="/bye.php">Log Out</a><a href="/catalog/outdoor.html">Outdoor</a>',
+    )
+    web.page("a.test", "/catalog/outdoor.html", "<title>Outdoor</title>")
+    conf = write_conf(tmp_path, [page], log_level=1)
+    result = run_crawl(conf)
+    assert result.status == 0, result.log
+    asked = {r.target for r in web.requests}
+    assert asked == {"/robots.txt", "/", "/catalog/outdoor.html"}
+    links = [url for url, _ in result.record(page).links]
+    assert links == [web.url("a.test", p) for p in
+                     ("/logout", "/account?do=sign_off", "/bye.php", "/catalog/outdoor.html")]  # fmt: skip
+    assert re.search(r"links filtered +3 +\(logout: 3\)", result.process.stdout)
+    explained = run_scrapy("explain", str(conf), web.url("a.test", "/logout")).stdout
+    assert "rule logout: " in explained and f"left it by rule logout: met on {page}" in explained
