@@ -88,28 +88,34 @@ def entry_request(context: CrawlContext, entry: Entry, callback: Callback,
     if entry.extra:
         request.meta.update(json.loads(entry.extra))
     request.meta[HOST] = entry.host
-    doc = context.documents.document(entry.url) if context.frontier.generation > 1 else None
-    requisite = requisite_url(entry.url)
-    if requisite is not None and context.frontier.generation > 1:
-        # A page requisite kept from before is asked for with its own validators.
-        known = context.store.requisites.requisite(requisite)
-        if known is not None and known.path is not None and (known.last_modified or known.etag):
-            if known.last_modified:
-                request.headers["If-Modified-Since"] = known.last_modified
-            if known.etag:
-                request.headers["If-None-Match"] = known.etag
-            request.meta["handle_httpstatus_list"] = [304]
-    if doc is None and context.frontier.generation > 1 and requisite is None:
-        # An exact duplicate is asked for with its original's validators: a site's two names for
-        # one file (``/`` and ``/index.html``) answer 304 to both, and nothing is downloaded.
-        original = context.documents.duplicate_of(entry.url)
-        if original is not None and (doc := context.documents.document(original)) is not None:
-            request.meta[DUPLICATE_OF] = original
-    if doc is not None:
-        since = doc.last_modified or next(parse_index(doc.record)).server_date
+    if context.frontier.generation > 1 and (found := _validators(context, entry.url, request)):
+        since, etag = found
         if since:
             request.headers["If-Modified-Since"] = since
-        if doc.etag:
-            request.headers["If-None-Match"] = doc.etag
+        if etag:
+            request.headers["If-None-Match"] = etag
         request.meta["handle_httpstatus_list"] = [304]
     return request
+
+
+def _validators(context: CrawlContext, url: str,
+                request: Request) -> tuple[str | None, str | None] | None:  # fmt: skip
+    """What a recrawl asks for frontier entry ``url`` with, as (If-Modified-Since, ETag): a
+    stored document's validators (its Last-Modified, else the Date it was stored with); an exact
+    duplicate's original's (a site's two names for one file, ``/`` and ``/index.html``, answer 304
+    to both; ``request`` is marked :data:`DUPLICATE_OF`); a page requisite's own. None when the
+    crawl kept nothing of it."""
+    if (requisite := requisite_url(url)) is not None:
+        known = context.store.requisites.requisite(requisite)
+        if known is None or known.path is None or not (known.last_modified or known.etag):
+            return None
+        return known.last_modified, known.etag
+    documents = context.documents
+    doc = documents.document(url)
+    if doc is None and (original := documents.duplicate_of(url)) is not None:
+        doc = documents.document(original)
+        if doc is not None:
+            request.meta[DUPLICATE_OF] = original
+    if doc is None:
+        return None
+    return doc.last_modified or next(parse_index(doc.record)).server_date, doc.etag
