@@ -204,6 +204,14 @@ def state_figures(config: CrawlConfig) -> StateFigures:
     from tarantula.store.redis.runs import RedisRunLog, Workers
     from tarantula.store.redis.shards import shard_keys
 
+    seeds: list[tuple[str, str | None]] = []  # as written, normalized
+    for seed in config.starting_points:
+        try:
+            seeds.append((seed, normalize_url(seed)))
+        except UrlRejected:
+            seeds.append((seed, None))
+    seed_urls = {url for _, url in seeds if url is not None}
+    found: dict[str, str] = {}  # a seed's URL -> what became of it
     client, prefix = read_crawl(config)
     try:
         runs = RedisRunLog(client, prefix, Workers(client, prefix, "", 1.0)).history()
@@ -211,18 +219,19 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         types: Counter[str] = Counter()
         pages: Counter[str] = Counter()
         depths: Counter[tuple[int, str]] = Counter()
-        stored: dict[str, int] = {}  # URL -> depth
         for page in stored_pages(client, prefix):
             for doc in map(Essentials.decode, page.values()):
                 types[doc.type or UNKNOWN] += 1
                 pages[host_of(doc.url)] += 1
                 depths[doc.depth, "stored"] += 1
-                stored[doc.url] = doc.depth
-        originals: Counter[str] = Counter(
-            data["original"]
-            for _, data in _scan(client, prefix + "dups")
-            if data.get("generation") == generation
-        )
+                if doc.url in seed_urls:
+                    found[doc.url] = "stored"
+        originals: Counter[str] = Counter()
+        for url, data in _scan(client, prefix + "dups"):
+            if data.get("generation") == generation:
+                originals[data["original"]] += 1
+                if url in seed_urls:
+                    found.setdefault(url, "duplicate")
         outcomes: Counter[str] = Counter()
         # The frontier's shards (one on a server on its own): their outcomes.
         for node, shard in shard_keys(client, crawl_id(config)):
@@ -231,8 +240,6 @@ def state_figures(config: CrawlConfig) -> StateFigures:
             if node is not client:
                 node.close()
         requisites = outcomes.pop("requisite", 0)  # page requisites kept: not documents' URLs
-        duplicated = {url for url, data in _scan(client, prefix + "dups")
-                      if data.get("generation") == generation}  # fmt: skip
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
@@ -243,6 +250,8 @@ def state_figures(config: CrawlConfig) -> StateFigures:
     failed_requisites: Counter[tuple[str, str]] = Counter()
     for row in handled:
         kind = outcome_class(DONE, row.outcome)
+        if row.url in seed_urls:
+            found.setdefault(row.url, row.outcome)
         if (requisite := requisite_url(row.url)) is not None:
             if kind == "failed":
                 failed_requisites[host_of(requisite), row.outcome] += 1
@@ -256,18 +265,6 @@ def state_figures(config: CrawlConfig) -> StateFigures:
     # Redis counts every URL's outcome, page requisites' too: these are counted apart.
     for (_, kind), count in failed_requisites.items():
         outcomes[kind] -= min(count, outcomes[kind])
-    outcome_of = {row.url: row.outcome for row in handled}
-    seeds = []
-    for seed in config.starting_points:
-        try:
-            url: str | None = normalize_url(seed)
-        except UrlRejected:
-            url = None
-        found = None if url is None else (
-            "stored" if url in stored else "duplicate" if url in duplicated
-            else outcome_of.get(url)
-        )  # fmt: skip
-        seeds.append(SeedRow(seed, url, found))
     return StateFigures(
         runs=tuple(RunRow(r.id, r.kind, r.generation, r.started, r.ended, r.reason) for r in runs),
         generation=generation,
@@ -280,7 +277,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         requisites=requisites,
         hosts=dict(hosts),
         depths=dict(depths),
-        seeds=tuple(seeds),
+        seeds=tuple(SeedRow(seed, url, found.get(url) if url else None) for seed, url in seeds),
         failed=tuple(failed),
         failed_requisites=dict(failed_requisites),
     )
