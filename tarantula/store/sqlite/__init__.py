@@ -16,6 +16,7 @@ from typing import Any
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import STATE_FOLDER, STATE_NAME
 from tarantula.core.state import Run
+from tarantula.store.contract import Frontier
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite import runs
@@ -38,12 +39,24 @@ def last_run_at(root: Path) -> Run | None:
     return runs.last_run_at(state_path(root))
 
 
-class MetNotes:
-    """What a store with its own SQLite database keeps for ``scrapy explain`` beside its frontier
-    (:mod:`tarantula.store.folder.met`): the links it dropped; its frontier keeps the outcomes."""
+class OwnDatabase:
+    """The members of a store that keeps its crawl in a SQLite database of its own (one process's
+    store, or that of a process of a crawl on N): a document stored and its URL acknowledged in one
+    transaction, commits, and what ``scrapy explain`` needs beside the frontier
+    (:mod:`tarantula.store.folder.met`: the links it dropped; its frontier keeps the outcomes)."""
 
     db: StateDB
     met: MetLog
+    documents: SqliteDocuments
+    frontier: Frontier
+
+    def stored(self, doc: StoredDocument) -> None:
+        """A document is stored: its record goes to the document store, and its URL is done."""
+        self.documents.store(doc)
+        self.frontier.ack(doc.url, "stored")
+
+    def commit(self) -> None:
+        self.db.commit()
 
     def dropped(self, url: str, rule: str, page: str) -> None:
         self.met.dropped(url, rule, page, time.time())
@@ -53,9 +66,11 @@ class MetNotes:
         """Nothing: the frontier keeps every URL's outcome."""
 
 
-class SqliteStore(MetNotes):
+class SqliteStore(OwnDatabase):
     """The store of the crawl in repository ``root``; None keeps it in memory, with no files
     (``scrapy check``)."""
+
+    frontier: SqliteFrontier
 
     def __init__(self, root: Path | None, traversal: str = "bfs") -> None:
         self.root = root
@@ -102,14 +117,6 @@ class SqliteStore(MetNotes):
         if self.root is not None:
             close_outputs(self.documents, rewrite=self.generation > 1)
         self.close()
-
-    def stored(self, doc: StoredDocument) -> None:
-        """A document is stored: its record goes to the document store, and its URL is done."""
-        self.documents.store(doc)
-        self.frontier.ack(doc.url, "stored")
-
-    def commit(self) -> None:
-        self.db.commit()
 
     def tick(self) -> None:
         """The crawl's periodic call (every second or so): commit what changed."""

@@ -38,7 +38,7 @@ from tarantula.core.index import joined, restored
 from tarantula.core.state import COMPLETE, Run
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
-from tarantula.store.sqlite import MetNotes
+from tarantula.store.sqlite import OwnDatabase
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
@@ -454,9 +454,12 @@ class ShardRobots:
         return rules, (kind, why) if kind is not None else None, at
 
 
-class ShardStore(MetNotes):
+class ShardStore(OwnDatabase):
     """The store of process ``shard`` (1 to ``processes``) of the crawl in repository ``root``
     (see the module's docstring); process 1 starts the others with ``helpers``."""
+
+    documents: ShardDocuments
+    frontier: ShardFrontier
 
     def __init__(self, root: Path, traversal: str, shard: int, processes: int,
                  helpers: Helpers | None = None) -> None:  # fmt: skip
@@ -567,13 +570,6 @@ class ShardStore(MetNotes):
             )
             self.db.commit()
         self.close()
-
-    def stored(self, doc: StoredDocument) -> None:
-        self.documents.store(doc)
-        self.frontier.ack(doc.url, "stored")
-
-    def commit(self) -> None:
-        self.db.commit()
 
     def tick(self) -> None:
         """Commit what changed, say how much this process holds, and stop when the process that
