@@ -108,10 +108,14 @@ def what_the_crawl_met(config: CrawlConfig, url: str) -> str:
     if found.state != "done":
         return f"has it {found.state}, not handled yet"
     when = f" at {stamp(found.when)}" if found.when else ""
+    near = found.near_duplicate_of
+    nearly = f"a near-duplicate of {near[0]} ({near[1]} bits apart)" if near else ""
     if found.stored_as is not None:
-        said = f"stored it as {found.stored_as}{when}"
+        said = f"stored it as {found.stored_as}{when}" + (f", {nearly}" if near else "")
     elif found.duplicate_of is not None:
         said = f"found it a duplicate of {found.duplicate_of}{when}"
+    elif near is not None:
+        said = f"found it {nearly}, not stored (near-duplicates = skip){when}"
     else:
         said = f"{_OUTCOMES.get(found.outcome or '', 'failed with')} {found.outcome}{when}"
     if found.depth is None:  # a shared crawl's worker keeps the outcome alone

@@ -90,6 +90,10 @@ class CrawlConfig:
     max_outlinks: int = 0  # no cap: every link of a page is listed and followed (SPEC 6)
     max_path_repetitions: int = 2
     max_retry_after: float = 600.0
+    # SPEC 6: pages whose text is nearly a stored page's (SimHash within this many bits): listed
+    # (mark), also left out of the mirror and the index (skip), or not looked for (off)
+    near_duplicates: str = "mark"
+    near_duplicate_distance: int = 3
     log_file: Path | None = None
     log_level: int = 1
     period: float = 72.0

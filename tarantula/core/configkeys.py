@@ -18,6 +18,7 @@ from tarantula.core.urls import UrlRejected, normalize_url
 
 SCOPES = ("free-spanning", "domain-scope", "host-scope", "path-scope")
 TRAVERSALS = ("bfs", "dfs")
+NEAR_DUPLICATES = ("mark", "skip", "off")
 SECTIONS = (
     "crawler-options",
     "logging",
@@ -194,6 +195,8 @@ KEYS = {
         Key("max-outlinks", _C, _integer(0)),
         Key("max-path-repetitions", _C, _integer(0)),
         Key("max-retry-after", _C, _number(0)),
+        Key("near-duplicates", _C, _choice(NEAR_DUPLICATES)),
+        Key("near-duplicate-distance", _C, _integer(0, 15)),
         Key("resolve", _C, _resolve_item, many=True),
         Key("resolve-only", _C, _boolean),
         Key("sort-query", _C, _boolean),

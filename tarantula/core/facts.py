@@ -18,3 +18,6 @@ class Met:
     referrer: str | None = None  # the page that first linked to it; None for a seed
     stored_as: str | None = None  # its copy, relative to the repository
     duplicate_of: str | None = None  # the stored document it is an exact copy of
+    near_duplicate_of: tuple[str, int] | None = (
+        None  # the original whose text it nearly has, bits apart
+    )

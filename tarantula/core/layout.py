@@ -4,6 +4,7 @@ shared crawl: one module every part reads them from, importing no optional packa
     <repository>/
       index.txt             the index (SPEC 7.2)
       duplicates.tsv        exact duplicates: duplicate URL, TAB, the stored original's URL
+      near-duplicates.tsv   near-duplicates: URL, TAB, the stored original's URL, TAB, bits apart
       report.html           the crawl report (SPEC 11)
       warc/                 WARC files of every exchange (warc = yes)
       browse/               the mirror with links that resolve offline (browsable = yes)
@@ -23,6 +24,7 @@ from pathlib import Path
 
 INDEX_NAME = "index.txt"
 DUPLICATES_NAME = "duplicates.tsv"
+NEAR_DUPLICATES_NAME = "near-duplicates.tsv"
 REPORT_NAME = "report.html"
 WARC_FOLDER = "warc"
 BROWSE_NAME = "browse"
@@ -42,7 +44,8 @@ REPORT_LOCK_NAME = "report.lock"
 FOLDER_ID_NAME = "folder-id"
 #: Top-level names of the repository that are not mirrored documents.
 OWN_NAMES = frozenset(
-    {INDEX_NAME, DUPLICATES_NAME, STATE_FOLDER, BROWSE_NAME, WARC_FOLDER, REPORT_NAME}
+    {INDEX_NAME, DUPLICATES_NAME, NEAR_DUPLICATES_NAME, STATE_FOLDER, BROWSE_NAME, WARC_FOLDER}
+    | {REPORT_NAME}
 )
 #: The ending of the WACZ package's name (``<configuration's name>.wacz``) and of the file it is
 #: written to before it takes that name.

@@ -437,7 +437,13 @@ class StateFigures:
     #: count them already (one process's state counts documents' URLs only): the report's
     #: failures are both, as the summary's and the failed URLs' table are.
     failed_requisites: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    near_duplicates: int = 0  # pages whose text is nearly a stored page's (SPEC 6)
+    #: The first of them found: (URL, original, bits apart), at most :data:`NEAR_LISTED`.
+    near_listed: tuple[tuple[str, str, int], ...] = ()
 
+
+#: How many near-duplicates the report lists (the count covers them all).
+NEAR_LISTED = 100
 
 #: How many failed URLs the report lists (the count by kind covers them all).
 FAILED_LISTED = 1000

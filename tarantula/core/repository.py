@@ -15,6 +15,7 @@ from pathlib import Path
 from tarantula.core.layout import (
     DUPLICATES_NAME,
     INDEX_NAME,
+    NEAR_DUPLICATES_NAME,
     REPORT_NAME,
     STATE_FOLDER,
     STATE_NAME,
@@ -95,6 +96,10 @@ class Repository:
     @property
     def duplicates(self) -> Path:
         return self.root / DUPLICATES_NAME
+
+    @property
+    def near_duplicates(self) -> Path:
+        return self.root / NEAR_DUPLICATES_NAME
 
     @property
     def browse(self) -> Path:

@@ -78,6 +78,11 @@ def summary_text(stats: Mapping[str, Any], errors: Sequence[str], index: str,
         f"  documents stored {stats.get('tarantula/documents/stored', 0):>5}  (index: {index})",
         f"  responses fetched {responses:>4}" + (f"  (+ {robots} robots.txt)" if robots else ""),
         f"  duplicates {stats.get('tarantula/documents/duplicate', 0):>11}",
+        *(
+            [f"  near-duplicates {near:>6}"]
+            if (near := stats.get("tarantula/documents/near-duplicate"))
+            else []
+        ),
         f"  failures {failures:>13}{failure_detail}",
         *named,
         f"  links filtered {filtered:>7}{filtered_detail}",

@@ -1,12 +1,13 @@
 """The one generic spider (SPEC 5-7). For every response it reads the document
-(:mod:`tarantula.reading`), drops an exact duplicate of a stored one (SPEC 6), plans an HTML page's
-links (:mod:`tarantula.core.links`: its link lines, and requests for the new ones worth fetching)
-and yields a :class:`~tarantula.items.Document` for the pipelines when the document is accepted. In
-a recrawl a 304 keeps the stored copy, whose links are followed again; a 404 or 410 removes copy and
-record.
+(:mod:`tarantula.reading`), drops an exact duplicate of a stored one and lists a near-duplicate
+(SPEC 6), plans an HTML page's links (:mod:`tarantula.core.links`: its link lines, and requests
+for the new ones worth fetching) and yields a :class:`~tarantula.items.Document` for the
+pipelines when the document is accepted. In a recrawl a 304 keeps the stored copy, whose links
+are followed again; a 404 or 410 removes copy and record.
 
 Stats: ``tarantula/filtered/<rule>``, ``tarantula/failures/<kind>``, ``tarantula/pages/parsed``,
-``tarantula/pages/not-accepted``, ``tarantula/documents/duplicate``, ``tarantula/recrawl/removed``.
+``tarantula/pages/not-accepted``, ``tarantula/documents/duplicate``,
+``tarantula/documents/near-duplicate``, ``tarantula/recrawl/removed``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tarantula.core.links import plan_links, resolve_links
 from tarantula.core.mirror import copy_relpath
 from tarantula.core.reader import read_html
 from tarantula.core.requisites import MARK as REQUISITE
+from tarantula.core.simhash import fingerprint
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.outcomes import RobotsUnavailable, count_failure, count_filtered, cut_at_max_size
@@ -151,6 +153,12 @@ class TarantulaSpider(Spider):
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
             context.leases.end(url, "not-accepted")
             return
+        if (
+            page is not None
+            and config.near_duplicates != "off"
+            and self._near(url, response, reading.md5)
+        ):
+            return  # a near-duplicate left out (skip): its links are followed all the same
         if page is not None:
             for request in requisites.page_requests(self, response, url, page):
                 yield request
@@ -164,6 +172,28 @@ class TarantulaSpider(Spider):
         self.context.leases.end(url, "duplicate")
         self.crawler.stats.inc_value("tarantula/documents/duplicate")
         logger.info("Duplicate of %s: %s", original, url)
+
+    def _near(self, url: str, response: Response, md5: str | None) -> bool:
+        """SPEC 6: whether a page is a near-duplicate to leave out. A page whose text is nearly a
+        stored page's is listed in near-duplicates.tsv; with ``skip`` it is not stored (a
+        stored copy from an earlier run goes), else it is stored as any other."""
+        value = fingerprint(response.body)
+        if value is None:  # too few words to tell
+            return False
+        config, documents = self.context.config, self.context.documents
+        near = documents.claim_near(url, value, config.near_duplicate_distance)
+        if near is None:
+            return False
+        original, bits = near
+        documents.add_near_duplicate(url, original, bits)
+        self.crawler.stats.inc_value("tarantula/documents/near-duplicate")
+        logger.info("Near-duplicate of %s (%d bits apart): %s", original, bits, url)
+        if config.near_duplicates != "skip":
+            return False
+        documents.release(md5, url)
+        self.context.remove_document(url, f"now nearly a copy of {original}", self.crawler.stats)
+        self.context.leases.end(url, "near-duplicate")
+        return True
 
     async def _unchanged(self, response: Response, url: str) -> AsyncIterator[Any]:
         """A 304 in a recrawl: keep the stored copy, and follow its links again from it."""

@@ -128,7 +128,7 @@ class DocumentStore(Protocol):
         claims asked for at the same moment (the pages parsed in one turn of the loop) together."""
 
     def release(self, md5: str | None, url: str) -> None:
-        """``url`` will not be stored after all: its content claim ends."""
+        """``url`` will not be stored after all: its content claim and its fingerprint's end."""
 
     def claim_page(self, url: str, limit: int) -> bool:
         """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit); the claim
@@ -153,6 +153,26 @@ class DocumentStore(Protocol):
         """The stored document ``url`` was last found an exact duplicate of, in this generation
         or an earlier one; None when it never was (a recrawl asks for it with that document's
         validators)."""
+
+    def claim_near(self, url: str, fingerprint: int, distance: int,
+                   claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        """The page whose text's fingerprint (:mod:`tarantula.core.simhash`) is nearest
+        ``fingerprint`` within ``distance`` bits, stored or on its way to be, and how many bits
+        apart (ties: the first URL in order); else None, and ``url`` claims its fingerprint
+        until it is stored or :meth:`release`\\ d (with ``claim``). Found through the
+        fingerprints' blocks, never a scan; one step in a store of several workers, so that two
+        near pages are never both originals."""
+
+    def add_near_duplicate(self, url: str, original: str, distance: int) -> None:
+        """Record ``url`` as a near-duplicate of the stored ``original``, ``distance`` bits
+        apart (listed in near-duplicates.tsv)."""
+
+    def near_duplicate_of(self, url: str) -> tuple[str, int] | None:
+        """The original ``url`` was found a near-duplicate of in this generation, and how many
+        bits apart; None when it was not."""
+
+    def near_duplicates(self) -> Iterator[tuple[str, str, int]]:
+        """This generation's near-duplicates: (URL, original, bits apart), in the order found."""
 
     def wrote_file(self) -> None:
         """A mirror file was written: it is made durable before the next commit records it."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from tarantula.core.layout import DUPLICATES_NAME, INDEX_NAME
+from tarantula.core.layout import DUPLICATES_NAME, INDEX_NAME, NEAR_DUPLICATES_NAME
 from tarantula.core.mirror import sweep_temporary
 from tarantula.core.state import Run
 from tarantula.store.files import append_lines, sync_filesystem, write_lines
@@ -73,11 +73,13 @@ class OutputFiles:
         self.folder: Path | None = None  # the mirror, synced before each commit that wrote files
         self.index_path: Path | None = None
         self.duplicates_path: Path | None = None
+        self.near_path: Path | None = None
         #: A first crawl grows the index as documents are committed; a recrawl rewrites it at its end.
         self.append = False
         self._files_written = False
         self._records: list[str] = []
         self._duplicates: list[str] = []
+        self._near: list[str] = []
         db.on_commit(before=self._sync_files, after=self._append_outputs)
 
     def _sync_files(self) -> None:
@@ -88,6 +90,7 @@ class OutputFiles:
     def _append_outputs(self) -> None:
         append_lines(self.index_path, self._records)
         append_lines(self.duplicates_path, self._duplicates)
+        append_lines(self.near_path, self._near)
 
     def wrote_file(self) -> None:
         """A mirror file was written: it is synced to disk before the next commit records it."""
@@ -102,15 +105,29 @@ class OutputFiles:
         """This generation's duplicates: (duplicate URL, the stored original's URL), in order."""
         raise NotImplementedError
 
+    def near_duplicates(self) -> Iterator[tuple[str, str, int]]:
+        """This generation's near-duplicates: (URL, the stored original's URL, bits apart)."""
+        raise NotImplementedError
+
+    def _listed_near(self, url: str, original: str, distance: int) -> None:
+        """A near-duplicate recorded: its line follows the next commit in a first crawl."""
+        if self.append:
+            self._near.append(f"{url}\t{original}\t{distance}\n")
+
     def rewrite_outputs(self) -> int:
-        """Write index.txt and duplicates.tsv from the store, atomically; returns the record
-        count."""
+        """Write index.txt, duplicates.tsv and near-duplicates.tsv from the store, atomically;
+        returns the record count."""
         count = 0
         if self.index_path is not None:
             count = write_lines(self.index_path, self.records())
         if self.duplicates_path is not None:
             lines = (f"{url}\t{original}\n" for url, original in self.duplicates())
             write_lines(self.duplicates_path, lines)
+        if self.near_path is not None:
+            near = (
+                f"{url}\t{original}\t{bits}\n" for url, original, bits in self.near_duplicates()
+            )
+            write_lines(self.near_path, near)
         return count
 
 
@@ -124,13 +141,15 @@ def ready_outputs(documents: OutputFiles, run: Run, root: Path) -> None:
     documents.folder = root
     documents.index_path = root / INDEX_NAME
     documents.duplicates_path = root / DUPLICATES_NAME
+    documents.near_path = root / NEAR_DUPLICATES_NAME
+    paths = (documents.index_path, documents.duplicates_path, documents.near_path)
     if run.joined:  # made if missing (a folder of its own), never cut: others may append
-        for path in (documents.index_path, documents.duplicates_path):
+        for path in paths:
             with open(path, "ab"):
                 pass
     elif run.kind == "crawl":
-        documents.index_path.write_bytes(b"")
-        documents.duplicates_path.write_bytes(b"")
+        for path in paths:
+            path.write_bytes(b"")
     elif run.kind == "resume":
         documents.rewrite_outputs()  # drops anything a crash left past the store
         swept = sweep_temporary(root)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, restored, shortened, split
+from tarantula.core.simhash import block_keys
 from tarantula.store.outputs import CommitHooks, OutputFiles
 from tarantula.store.redis.codec import seen_bucket, url_id
 from tarantula.store.redis.essentials import (
@@ -50,7 +51,7 @@ MERGED_INTO = "merged-into"
 _DOCUMENT_SCRIPTS = {
     name: lua("time", "documents", name)
     for name in ("claim_content", "release", "claim_page", "store", "keep", "remove", "add_duplicate",
-                 "move", "move_docs")
+                 "move", "move_docs", "claim_near", "forget_near")
 }  # fmt: skip
 
 
@@ -251,9 +252,46 @@ class RedisDocumentStore(OutputFiles):
         return owners
 
     def release(self, md5: str | None, url: str) -> None:
-        """``url`` will not be stored after all: its claim on the content ends."""
-        if md5 is not None:
-            self._run("release", content_key(md5), url)
+        """``url`` will not be stored after all: its claims on the content and on its text's
+        fingerprint end."""
+
+        def fill(batch: Batch) -> None:
+            if md5 is not None:
+                self.scripts.add(batch, "release", self.keys, [self.prefix, content_key(md5), url])
+            self.scripts.add(batch, "forget_near", self.keys, [self.prefix, url])
+
+        self._execute(fill)
+
+    def claim_near(self, url: str, fingerprint: int, distance: int,
+                   claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        """The stored page (or one a live worker has on its way) whose text's fingerprint is
+        nearest within ``distance`` bits, and how many bits apart; else None, and ``url`` claims
+        its fingerprint until it is stored or :meth:`release`\\ d (with ``claim``). One script:
+        two workers' near pages cannot both be originals."""
+        keys = [str(key) for key in block_keys(fingerprint, distance)]
+        found = self._run("claim_near", url, fingerprint.to_bytes(8, "big"), distance,
+                          int(claim), self.worker, *keys)  # fmt: skip
+        if not found:
+            return None
+        original, bits = found
+        return cast("bytes", original).decode(), int(bits)
+
+    def add_near_duplicate(self, url: str, original: str, distance: int) -> None:
+        """Record ``url`` as a near-duplicate of the stored ``original`` (listed in this folder's
+        near-duplicates.tsv)."""
+        created = self._run(
+            "add_duplicate", url, original, self.generation, self.folder_id, distance
+        )
+        if created:
+            self._listed_near(url, original, distance)
+        self.db.changed()
+
+    def near_duplicate_of(self, url: str) -> tuple[str, int] | None:
+        raw = cast("bytes | None", self.client.hget(self.prefix + "dups", url))
+        data = None if raw is None else _decode(raw)
+        if data is None or data.get("distance") is None or data["generation"] != self.generation:
+            return None
+        return str(data["original"]), int(data["distance"])
 
     def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
         """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit), for
@@ -276,7 +314,8 @@ class RedisDocumentStore(OutputFiles):
 
     def duplicate_of(self, url: str) -> str | None:
         raw = cast("bytes | None", self.client.hget(self.prefix + "dups", url))
-        return None if raw is None else str(_decode(raw)["original"])
+        data = None if raw is None else _decode(raw)
+        return None if data is None or data.get("distance") is not None else str(data["original"])
 
     def count(self) -> int:
         """How many documents are stored, by every worker (this worker's held ones sent first)."""
@@ -332,7 +371,12 @@ class RedisDocumentStore(OutputFiles):
 
     def remove(self, url: str) -> StoredDocument | None:
         """Forget a stored document (gone from the web); returns what it was."""
-        doc = _essentials(self._run("remove", url_id(url)[0]))
+
+        def fill(batch: Batch) -> None:
+            self.scripts.add(batch, "remove", self.keys, [self.prefix, url_id(url)[0]])
+            self.scripts.add(batch, "forget_near", self.keys, [self.prefix, url])
+
+        doc = _essentials(self._execute(fill)[0])
         if doc is not None:
             self._recorded(url, doc.path)
         return doc
@@ -386,8 +430,23 @@ class RedisDocumentStore(OutputFiles):
             yield doc.stored(joined(restored(doc.url, line), compressed))
 
     def duplicates(self, chunk: int = 1000, *, every: bool = False) -> Iterator[tuple[str, str]]:
-        """This folder's duplicates of this generation (``every``: of any), (URL, original), in
-        the order found."""
+        """This folder's exact duplicates of this generation (``every``: of any), (URL, original),
+        in the order found."""
+        for url, original, distance in self._listed(chunk, every):
+            if distance is None:
+                yield url, original
+
+    def near_duplicates(self, chunk: int = 1000, *,
+                        every: bool = False) -> Iterator[tuple[str, str, int]]:  # fmt: skip
+        """This folder's near-duplicates of this generation (``every``: of any), (URL, original,
+        bits apart), in the order found."""
+        for url, original, distance in self._listed(chunk, every):
+            if distance is not None:
+                yield url, original, distance
+
+    def _listed(self, chunk: int, every: bool) -> Iterator[tuple[str, str, int | None]]:
+        """This folder's duplicates, exact and near (with how many bits apart), in the order
+        found: the ``dups`` hash keeps both, so that they move together (``scrapy merge``)."""
         index = self.prefix + f"dupidx:{self.folder_id}"
         low: str | float = "-inf"
         while True:
@@ -405,7 +464,7 @@ class RedisDocumentStore(OutputFiles):
                     if data["folder"] == self.folder_id and (
                         every or data["generation"] == self.generation
                     ):
-                        yield url.decode(), data["original"]
+                        yield url.decode(), data["original"], data.get("distance")
             low = f"({int(page[-1][1])}"
 
     def move_to(self, target: RedisDocumentStore, docs: list[StoredDocument]) -> int:

@@ -24,6 +24,7 @@ from tarantula.core.index import UNKNOWN, parse_index
 from tarantula.core.layout import FOLDER_ID_NAME, INDEX_NAME, STATE_FOLDER, read_folder_id
 from tarantula.core.report import (
     FAILED_LISTED,
+    NEAR_LISTED,
     RunRow,
     SeedRow,
     StateFigures,
@@ -175,11 +176,17 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
         client.close()
+    listed = None if duplicate is None else _decode(cast("bytes", duplicate))
+    near = None
+    if listed is not None and listed.get("distance") is not None:
+        near, listed = (str(listed["original"]), int(listed["distance"])), None
     if raw is not None:
         doc = Essentials.decode(cast("bytes", raw))
-        return Met("done", "stored", None, doc.depth, None, doc.path)
-    if duplicate is not None:
-        return Met("done", "duplicate", duplicate_of=_decode(cast("bytes", duplicate))["original"])
+        return Met("done", "stored", None, doc.depth, None, doc.path, near_duplicate_of=near)
+    if listed is not None:
+        return Met("done", "duplicate", duplicate_of=listed["original"])
+    if near is not None:
+        return Met("done", "near-duplicate", near_duplicate_of=near)
     rows = []
     for records in folder_files(config.repository):
         try:
@@ -227,8 +234,13 @@ def state_figures(config: CrawlConfig) -> StateFigures:
                 if doc.url in seed_urls:
                     found[doc.url] = "stored"
         originals: Counter[str] = Counter()
+        near: list[tuple[int, str, str, int]] = []
         for url, data in _scan(client, prefix + "dups"):
-            if data.get("generation") == generation:
+            if data.get("generation") != generation:
+                continue
+            if data.get("distance") is not None:
+                near.append((int(data["seq"]), url, data["original"], int(data["distance"])))
+            else:
                 originals[data["original"]] += 1
                 if url in seed_urls:
                     found.setdefault(url, "duplicate")
@@ -280,6 +292,8 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         seeds=tuple(SeedRow(seed, url, found.get(url) if url else None) for seed, url in seeds),
         failed=tuple(failed),
         failed_requisites=dict(failed_requisites),
+        near_duplicates=len(near),
+        near_listed=tuple(row[1:] for row in sorted(near)[:NEAR_LISTED]),
     )
 
 

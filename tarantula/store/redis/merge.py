@@ -185,6 +185,7 @@ def merge(client: Redis, prefix: str, target: Path, folders: list[tuple[Path, st
     repository = Repository(target)
     documents.index_path = repository.index
     documents.duplicates_path = repository.duplicates
+    documents.near_path = repository.near_duplicates
     merged.documents = documents.rewrite_outputs()
 
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from tarantula.store.folder.database import Database
 from tarantula.store.folder.met import SCHEMA as MET_SCHEMA
+from tarantula.store.sqlite.near import SCHEMA as NEAR_SCHEMA
 
 SCHEMA = (
     """
@@ -38,6 +39,9 @@ CREATE INDEX IF NOT EXISTS documents_md5 ON documents (md5);
 CREATE INDEX IF NOT EXISTS documents_path ON documents (path);
 CREATE TABLE IF NOT EXISTS duplicates (
     url TEXT PRIMARY KEY, original TEXT NOT NULL, generation INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS near_duplicates (
+    url TEXT PRIMARY KEY, original TEXT NOT NULL, distance INTEGER NOT NULL,
+    generation INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS requisites (
     url TEXT PRIMARY KEY, page TEXT NOT NULL, path TEXT, md5 TEXT, type TEXT, encoding TEXT,
@@ -45,6 +49,7 @@ CREATE TABLE IF NOT EXISTS requisites (
 CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NOT NULL;
 """
     + MET_SCHEMA
+    + NEAR_SCHEMA
 )
 
 #: Columns added since the first release, as (table, column, type): a state made by an earlier

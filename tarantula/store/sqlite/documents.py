@@ -13,6 +13,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, restored, shortened, split
 from tarantula.store.outputs import OutputFiles
 from tarantula.store.sqlite.database import StateDB
+from tarantula.store.sqlite.near import Fingerprints
 
 
 class SqliteDocuments(OutputFiles):
@@ -28,6 +29,7 @@ class SqliteDocuments(OutputFiles):
         self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
         self._pages: set[str] = set()  # URLs of new documents on their way to be stored
         self._count: int | None = None  # documents stored, counted once, then kept by claims
+        self.fingerprints = Fingerprints(db)
 
     def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
         """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit): it is a
@@ -102,6 +104,32 @@ class SqliteDocuments(OutputFiles):
         not taken for a duplicate of a document that was never stored."""
         if md5 is not None and self._claims.get(md5) == url:
             del self._claims[md5]
+        self.fingerprints.forget(url)
+
+    def claim_near(self, url: str, fingerprint: int, distance: int,
+                   claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        """The stored page (or one on its way to be) whose text's fingerprint is nearest within
+        ``distance`` bits, and how many bits apart; else None, and ``url`` claims its fingerprint
+        until it is stored or :meth:`release`\\ d (with ``claim``)."""
+        return self.fingerprints.near(url, fingerprint, distance, claim)
+
+    def add_near_duplicate(self, url: str, original: str, distance: int) -> None:
+        """Record ``url`` as a near-duplicate of the stored ``original`` (near-duplicates.tsv)."""
+        self.db.execute(
+            "INSERT INTO near_duplicates VALUES (?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET"
+            " original = excluded.original, distance = excluded.distance,"
+            " generation = excluded.generation",
+            (url, original, distance, self.generation),
+        )
+        self.db.changed()
+        self._listed_near(url, original, distance)
+
+    def near_duplicate_of(self, url: str) -> tuple[str, int] | None:
+        row = self.db.execute(
+            "SELECT original, distance FROM near_duplicates WHERE url = ? AND generation = ?",
+            (url, self.generation),
+        ).fetchone()
+        return None if row is None else (str(row[0]), int(row[1]))
 
     def add_duplicate(self, url: str, original: str) -> None:
         """Record ``url`` as a duplicate of the stored ``original`` (listed in duplicates.tsv)."""
@@ -150,6 +178,7 @@ class SqliteDocuments(OutputFiles):
         doc = self.document(url)
         if doc is not None:
             self.db.execute("DELETE FROM documents WHERE url = ?", (url,))
+            self.fingerprints.forget(url)
             self.db.changed()
             self._count = None  # counted again at the next claim
         return doc
@@ -164,6 +193,13 @@ class SqliteDocuments(OutputFiles):
     def duplicates(self) -> Iterator[tuple[str, str]]:
         yield from self.db.execute(
             "SELECT url, original FROM duplicates WHERE generation = ? ORDER BY rowid",
+            (self.generation,),
+        )
+
+    def near_duplicates(self) -> Iterator[tuple[str, str, int]]:
+        yield from self.db.execute(
+            "SELECT url, original, distance FROM near_duplicates WHERE generation = ?"
+            " ORDER BY rowid",
             (self.generation,),
         )
 

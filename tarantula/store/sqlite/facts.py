@@ -16,6 +16,7 @@ from tarantula.core.index import UNKNOWN
 from tarantula.core.report import (
     FAILED_LISTED,
     KEPT,
+    NEAR_LISTED,
     SET_ASIDE,
     RunRow,
     SeedRow,
@@ -47,6 +48,11 @@ def url_facts(root: Path, url: str) -> Met | str:
         ).fetchone()
         stored = db.execute("SELECT path FROM documents WHERE url = ?", (url,)).fetchone()
         copy = db.execute("SELECT original FROM duplicates WHERE url = ?", (url,)).fetchone()
+        near = db.execute(
+            "SELECT original, distance FROM near_duplicates WHERE url = ?"
+            " AND generation = (SELECT max(generation) FROM runs)",
+            (url,),
+        ).fetchone()
         met = met_row(db, url) if row is None else None
     except sqlite3.OperationalError as exc:  # a state of another version, or not a state at all
         return f"cannot be told: {path} cannot be read ({exc})"
@@ -57,7 +63,8 @@ def url_facts(root: Path, url: str) -> Met | str:
             Met("never met") if met is None else Met("dropped", met.outcome, met.at, None, met.page)
         )
     state = {QUEUED: "queued", LEASED: "in flight"}.get(row[0], "done")
-    return Met(state, row[1], row[2], row[3], row[4], stored and stored[0], copy and copy[0])
+    return Met(state, row[1], row[2], row[3], row[4], stored and stored[0], copy and copy[0],
+               near and (str(near[0]), int(near[1])))  # fmt: skip
 
 
 def folder_documents(root: Path) -> list[StoredDocument] | str:
@@ -193,6 +200,19 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
             _seed_row(db, seed, config) for seed in (config.starting_points if config else ())
         )
         try:
+            near_count = db.execute(
+                "SELECT count(*) FROM near_duplicates WHERE generation = ?", (generation,)
+            ).fetchone()[0]
+            near = tuple(
+                db.execute(
+                    "SELECT url, original, distance FROM near_duplicates WHERE generation = ?"
+                    " ORDER BY rowid LIMIT ?",
+                    (generation, NEAR_LISTED),
+                )
+            )
+        except sqlite3.OperationalError:  # a state made before near-duplicates were looked for
+            near_count, near = 0, ()
+        try:
             requisites = db.execute(
                 "SELECT count(*) FROM requisites WHERE path IS NOT NULL"
             ).fetchone()[0]
@@ -222,7 +242,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         db.close()
     return StateFigures(runs, generation, sum(types.values()), dict(types), dict(pages),
                         dict(hosts), dict(outcomes), dict(depths), duplicates, top, seeds,
-                        failed, requisites, failed_requisites)  # fmt: skip
+                        failed, requisites, failed_requisites, near_count, near)  # fmt: skip
 
 
 def _seed_row(db: sqlite3.Connection, seed: str, config: CrawlConfig | None) -> SeedRow:

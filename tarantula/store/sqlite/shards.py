@@ -42,6 +42,7 @@ from tarantula.store.sqlite import OwnDatabase
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
+from tarantula.store.sqlite.near import Fingerprints
 from tarantula.store.sqlite.requisites import SqliteRequisites
 from tarantula.store.sqlite.runs import RunLog
 from tarantula.store.sqlite.shared import SharedDB, connect_crawl, held_by, shard_path
@@ -285,6 +286,7 @@ class ShardDocuments(SqliteDocuments):
         self.shared = shared
         self.shard = shard
         self._claimed_pages = False
+        self.fingerprints = Fingerprints(shared, shared.write)
 
     # -- content claims ----------------------------------------------------------------------
 
@@ -311,6 +313,7 @@ class ShardDocuments(SqliteDocuments):
     def release(self, md5: str | None, url: str) -> None:
         if md5 is not None:
             self.shared.execute("DELETE FROM contents WHERE md5 = ? AND url = ?", (md5, url))
+        self.fingerprints.forget(url)
 
     # -- page claims -------------------------------------------------------------------------
 

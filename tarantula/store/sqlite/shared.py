@@ -16,7 +16,9 @@ another longer than a statement:
 - ``contents`` and ``pages``: the content claims (exact duplicates across processes) and the page
   claims (``max-page-number``), as one process keeps them in memory;
 - ``requisites``: the page requisites, whose page and host may be different processes';
-- ``robots``: each site's robots.txt, fetched by the first process that needs it, for all.
+- ``robots``: each site's robots.txt, fetched by the first process that needs it, for all;
+- ``fingerprints`` and ``fingerprint_blocks``: the stored pages' fingerprints, for
+  near-duplicates across processes (:mod:`tarantula.store.sqlite.near`).
 
 The tables a tool reads (``urls``, ``documents``, ``duplicates``) are the processes' own; a
 reader sees them as one through :func:`connect_crawl` (temporary views over every process's
@@ -32,8 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from tarantula.core.layout import STATE_FOLDER
+from tarantula.store.sqlite.near import SCHEMA as NEAR_SCHEMA
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY, kind TEXT NOT NULL, generation INTEGER NOT NULL,
     started REAL NOT NULL, ended REAL, reason TEXT);
@@ -56,9 +60,11 @@ CREATE TABLE IF NOT EXISTS robots (
     site TEXT PRIMARY KEY, fetcher INTEGER NOT NULL, rules BLOB, kind TEXT, why TEXT, at REAL)
     WITHOUT ROWID;
 """
+    + NEAR_SCHEMA
+)
 
 #: The processes' own tables a reader of the whole crawl sees as one.
-OWN_TABLES = ("urls", "documents", "duplicates", "met")
+OWN_TABLES = ("urls", "documents", "duplicates", "near_duplicates", "met")
 
 
 def shard_path(root: Path, shard: int) -> Path:

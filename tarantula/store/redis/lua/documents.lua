@@ -66,3 +66,29 @@ local function free_path(key)
   local set, member = path_member(key)
   redis.call('SREM', set, member)
 end
+
+-- Near-duplicates (claim_near.lua): each fingerprint in ``fp`` (URL -> its 8 bytes, then its
+-- block keys joined by commas), under each block key in a set ``fpb:<key>``; ``fpc`` holds the
+-- worker of a page claimed on its way to be stored (store.lua ends the claim).
+local POPCOUNT = {}
+for i = 0, 255 do
+  local count, n = 0, i
+  while n > 0 do count, n = count + n % 2, math.floor(n / 2) end
+  POPCOUNT[i] = count
+end
+
+local function bits_apart(a, b)
+  local count = 0
+  for i = 1, 8 do count = count + POPCOUNT[bit.bxor(string.byte(a, i), string.byte(b, i))] end
+  return count
+end
+
+local function forget_fingerprint(url)
+  local raw = redis.call('HGET', P .. 'fp', url)
+  if not raw then return end
+  for key in string.gmatch(string.sub(raw, 9), '[^,]+') do
+    redis.call('SREM', P .. 'fpb:' .. key, url)
+  end
+  redis.call('HDEL', P .. 'fp', url)
+  redis.call('HDEL', P .. 'fpc', url)
+end

@@ -27,7 +27,10 @@ if raw then
   if doc_content(raw) ~= content then drop_if(K.md5, doc_content(raw), id) end
   if doc_path(raw) ~= pkey then free_path(doc_path(raw)) end
 end
-redis.call('HSET', K.docs, id, pack_u32(generation) .. writer .. depth .. md5 .. pkey .. member .. rest)
+local value = pack_u32(generation) .. writer .. depth .. md5 .. pkey .. member .. rest
+redis.call('HSET', K.docs, id, value)
+-- Its fingerprint, claimed on its way (claim_near.lua), is a stored page's now.
+redis.call('HDEL', P .. 'fpc', doc_url(value))
 redis.call('HSET', K.md5, content, id)
 if not raw or doc_path(raw) ~= pkey then take_path(pkey) end
 redis.call('HDEL', K.claims, content)
