@@ -88,6 +88,9 @@ def _shown(html: bytes) -> bytes:
         if stop < 0:
             return b" ".join(kept)
         done = stop + len(_HIDDEN_END[hidden[1]])
+        if hidden[1] is not None:  # an end tag: up to its '>'
+            close = html.find(b">", done)
+            done = len(html) if close < 0 else close + 1
         hidden = _HIDDEN.search(html, done)
     kept.append(html[done:])
     return b" ".join(kept)

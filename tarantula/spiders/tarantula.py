@@ -143,6 +143,12 @@ class TarantulaSpider(Spider):
         read_content(reading, response.body,
                      refs=reading.accepted and (config.page_requisites or config.browsable))  # fmt: skip
         page = reading.page
+        # A near-duplicate is found (and an original claims its fingerprint) before its links
+        # are followed: a page they lead to is never taken for the original of the page itself.
+        left_out = (
+            reading.accepted and page is not None and config.near_duplicates != "off"
+            and self._near(url, response)
+        )  # fmt: skip
         links: list[tuple[str, str]] = []
         if page is not None:
             async for request in self._follow(
@@ -153,12 +159,11 @@ class TarantulaSpider(Spider):
             self.crawler.stats.inc_value("tarantula/pages/not-accepted")
             context.leases.end(url, "not-accepted")
             return
-        if (
-            page is not None
-            and config.near_duplicates != "off"
-            and self._near(url, response, reading.md5)
-        ):
-            return  # a near-duplicate left out (skip): its links are followed all the same
+        if left_out:  # a near-duplicate with near-duplicates = skip: its links were followed
+            documents.release(reading.md5, url)
+            context.remove_document(url, "now nearly a copy of another", self.crawler.stats)
+            context.leases.end(url, "near-duplicate")
+            return
         if page is not None:
             for request in requisites.page_requests(self, response, url, page):
                 yield request
@@ -173,10 +178,11 @@ class TarantulaSpider(Spider):
         self.crawler.stats.inc_value("tarantula/documents/duplicate")
         logger.info("Duplicate of %s: %s", original, url)
 
-    def _near(self, url: str, response: Response, md5: str | None) -> bool:
+    def _near(self, url: str, response: Response) -> bool:
         """SPEC 6: whether a page is a near-duplicate to leave out. A page whose text is nearly a
         stored page's is listed in near-duplicates.tsv; with ``skip`` it is not stored (a
-        stored copy from an earlier run goes), else it is stored as any other."""
+        stored copy from an earlier run goes), else it is stored as any other. A page that is
+        no one's near-duplicate claims its fingerprint."""
         value = fingerprint(response.body)
         if value is None:  # too few words to tell
             return False
@@ -188,12 +194,7 @@ class TarantulaSpider(Spider):
         documents.add_near_duplicate(url, original, bits)
         self.crawler.stats.inc_value("tarantula/documents/near-duplicate")
         logger.info("Near-duplicate of %s (%d bits apart): %s", original, bits, url)
-        if config.near_duplicates != "skip":
-            return False
-        documents.release(md5, url)
-        self.context.remove_document(url, f"now nearly a copy of {original}", self.crawler.stats)
-        self.context.leases.end(url, "near-duplicate")
-        return True
+        return config.near_duplicates == "skip"
 
     async def _unchanged(self, response: Response, url: str) -> AsyncIterator[Any]:
         """A 304 in a recrawl: keep the stored copy, and follow its links again from it."""

@@ -26,7 +26,7 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import dfs_key, dfs_path
 from tarantula.core.index import IndexRecord, format_record, parse_index
-from tarantula.core.layout import DUPLICATES_NAME, INDEX_NAME
+from tarantula.core.layout import DUPLICATES_NAME, INDEX_NAME, NEAR_DUPLICATES_NAME
 from tarantula.core.politeness import Politeness
 from tarantula.core.requisites import Requisite
 from tarantula.core.urls import url_md5
@@ -215,6 +215,62 @@ def test_content_claims_find_exact_duplicates(stores: Stores):
     store.stored(doc("http://a.test/2", md5=content_md5("m1")))
     assert documents.claim_content(content_md5("m1"), "http://a.test/3") == "http://a.test/2"
     assert documents.claim_content(content_md5("m1"), "http://a.test/2") is None  # its own content
+
+
+def test_near_fingerprints_are_found_within_the_distance_and_claimed(stores: Stores, tmp_path):
+    """SPEC 6: the page whose fingerprint is nearest within the distance, stored or on its way;
+    a page with none claims its own until it is stored or released; a page removed is no one's
+    original; the near-duplicates found reach near-duplicates.tsv once committed."""
+    store = stores.open()
+    store.begin()
+    documents = store.documents
+    one, other = 0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210
+    assert documents.claim_near("http://a.test/1", one, 3) is None  # the first: claims it
+    assert documents.claim_near("http://a.test/2", one ^ 0b101, 3) == ("http://a.test/1", 2)
+    assert documents.claim_near("http://a.test/2", one ^ 0b1111, 3, claim=False) is None
+    assert documents.claim_near("http://a.test/1", one, 3, claim=False) is None  # its own
+    documents.release(None, "http://a.test/1")  # not stored after all
+    assert documents.claim_near("http://a.test/2", one ^ 1, 3) is None  # now the original
+    store.stored(doc("http://a.test/2"))
+    assert documents.claim_near("http://a.test/3", one, 3) == ("http://a.test/2", 1)
+    # Ties go to the first URL; a distance cuts the blocks anew (a resume with another).
+    assert documents.claim_near("http://a.test/b", one ^ 1 ^ (0b1111 << 20), 3) is None
+    tie = one ^ 1 ^ (0b11 << 20)  # two bits from each of a.test/2 and a.test/b
+    assert documents.claim_near("http://a.test/c", tie, 3, claim=False) == ("http://a.test/2", 2)
+    assert documents.claim_near("http://a.test/4", other, 3) is None
+    assert documents.claim_near("http://a.test/5", other ^ (0b11 << 60), 5) == (
+        "http://a.test/4",
+        2,
+    )
+    documents.add_near_duplicate("http://a.test/3", "http://a.test/2", 1)
+    assert documents.near_duplicate_of("http://a.test/3") == ("http://a.test/2", 1)
+    assert documents.near_duplicate_of("http://a.test/2") is None
+    assert documents.duplicate_of("http://a.test/3") is None  # not an exact one
+    assert list(documents.near_duplicates()) == [("http://a.test/3", "http://a.test/2", 1)]
+    store.commit()
+    assert (tmp_path / "repo" / NEAR_DUPLICATES_NAME).read_text() == (
+        "http://a.test/3\thttp://a.test/2\t1\n"
+    )
+    assert (tmp_path / "repo" / DUPLICATES_NAME).read_text() == ""
+    documents.remove("http://a.test/2")
+    assert documents.claim_near("http://a.test/6", one, 3, claim=False) is None
+
+
+def test_near_fingerprints_are_one_crawl_s_across_its_workers(stores: Stores, tmp_path):
+    """Two workers of a shared crawl (on SQLite, a resume of the same crawl): a page one claimed
+    or stored is the other's original."""
+    first = stores.open(worker="w1" if stores.redis_url else None)
+    first.begin()
+    value = 0x00FF_00FF_00FF_00FF
+    assert first.documents.claim_near("http://a.test/1", value, 3) is None
+    first.stored(doc("http://a.test/1"))
+    first.commit()
+    if not stores.redis_url:
+        first.close()
+        stores.opened.remove(first)
+    second = stores.open(worker="w2" if stores.redis_url else None)
+    second.begin()
+    assert second.documents.claim_near("http://a.test/2", value ^ 1, 3) == ("http://a.test/1", 1)
 
 
 def test_page_claims_hold_max_page_number(stores: Stores):
@@ -634,6 +690,23 @@ def test_the_processes_of_a_crawl_on_n_share_each_robots_txt(tmp_path):
     shared_second.publish("http://b.test", None, ("dns", "could not be fetched"))
     answer = shared_first.answer("http://b.test")
     assert answer is not None and answer[:2] == (None, ("dns", "could not be fetched"))
+
+
+def test_the_processes_of_a_crawl_on_n_share_the_near_fingerprints(tmp_path):
+    """A crawl on N processes: a page one process claimed is another's original, and two
+    processes asking at once cannot both claim (the shared database's write lock)."""
+    from tarantula.store.sqlite.shards import ShardStore
+
+    first = ShardStore(tmp_path, "bfs", 1, 2)
+    first.begin()
+    second = ShardStore(tmp_path, "bfs", 2, 2)
+    second.begin()
+    value = 0x1234_5678_9ABC_DEF0
+    assert first.documents.claim_near("http://a.test/1", value, 3) is None
+    assert second.documents.claim_near("http://b.test/1", value ^ 0b11, 3) == ("http://a.test/1", 2)
+    first.documents.release(None, "http://a.test/1")
+    assert second.documents.claim_near("http://b.test/1", value ^ 0b11, 3) is None
+    assert first.documents.claim_near("http://a.test/1", value, 3) == ("http://b.test/1", 2)
 
 
 def test_every_member_of_the_contract_is_tested():

@@ -113,6 +113,7 @@ class RedisDocumentStore(OutputFiles):
         self._claims: list[tuple[Claim, asyncio.Future[str | None]]] = []
         # The seen-set's buckets, which hold the taken paths: the frontier's, or read when asked.
         self._buckets: int | None = None if frontier is None else frontier.buckets
+        self._near_distance: int | None = None  # the distance the blocks are cut for, once checked
 
     def _run(self, name: str, *args: Any) -> Any:
         keys, argv = self.keys, [self.prefix, *args]
@@ -268,6 +269,7 @@ class RedisDocumentStore(OutputFiles):
         nearest within ``distance`` bits, and how many bits apart; else None, and ``url`` claims
         its fingerprint until it is stored or :meth:`release`\\ d (with ``claim``). One script:
         two workers' near pages cannot both be originals."""
+        self._blocks_for(distance)
         keys = [str(key) for key in block_keys(fingerprint, distance)]
         found = self._run("claim_near", url, fingerprint.to_bytes(8, "big"), distance,
                           int(claim), self.worker, *keys)  # fmt: skip
@@ -275,6 +277,34 @@ class RedisDocumentStore(OutputFiles):
             return None
         original, bits = found
         return cast("bytes", original).decode(), int(bits)
+
+    def _blocks_for(self, distance: int) -> None:
+        """Cut the kept fingerprints' blocks for ``distance`` if they were cut for another (a
+        resume with another ``near-duplicate-distance``), once per store."""
+        if self._near_distance == distance:
+            return
+        conf, kept = self.prefix + "conf", self.prefix + "fp"
+        cut = cast("bytes | None", self.client.hget(conf, "near-distance"))
+        if cut is not None and int(cut) != distance:
+            cursor = 0
+            while True:
+                cursor, page = cast("tuple[int, dict[bytes, bytes]]",
+                                    self.client.hscan(kept, cursor, count=1000))  # fmt: skip
+                pipe = self.client.pipeline(transaction=False)
+                for url, raw in page.items():
+                    for old in filter(None, raw[8:].split(b",")):
+                        pipe.srem(self.prefix + "fpb:" + old.decode(), url)
+                    keys = [
+                        str(key) for key in block_keys(int.from_bytes(raw[:8], "big"), distance)
+                    ]
+                    for key in keys:
+                        pipe.sadd(self.prefix + "fpb:" + key, url)
+                    pipe.hset(kept, url, raw[:8] + ",".join(keys).encode())
+                pipe.execute()
+                if cursor == 0:
+                    break
+        self.client.hset(conf, "near-distance", distance)
+        self._near_distance = distance
 
     def add_near_duplicate(self, url: str, original: str, distance: int) -> None:
         """Record ``url`` as a near-duplicate of the stored ``original`` (listed in this folder's

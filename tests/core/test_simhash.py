@@ -1,0 +1,86 @@
+"""The near-duplicate fingerprint (:mod:`tarantula.core.simhash`): the SimHash a plain count
+gives, the blocks that find near fingerprints, and the visible text it is taken from."""
+
+from __future__ import annotations
+
+import hashlib
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tarantula.core import simhash
+from tarantula.core.simhash import (
+    block_keys,
+    distance,
+    fingerprint,
+    fingerprint_words,
+    visible_words,
+)
+
+
+def plain_simhash(words: list[bytes]) -> int:
+    """Charikar's SimHash as the textbook writes it: each three-word shingle's 64-bit hash, and
+    bit i set where more than half of the shingles have it."""
+
+    def word_hash(word: bytes, place: bytes) -> int:
+        digest = hashlib.blake2b(word, digest_size=8).digest().translate(place)
+        return int.from_bytes(digest, "little")
+
+    same = bytes(range(256))
+    shingles = [
+        word_hash(words[i], same) ^ word_hash(words[i + 1], simhash._SECOND)
+        ^ word_hash(words[i + 2], simhash._THIRD)
+        for i in range(len(words) - 2)
+    ]  # fmt: skip
+    return sum(
+        1 << bit
+        for bit in range(64)
+        if sum((shingle >> bit) & 1 for shingle in shingles) > len(shingles) // 2
+    )
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"a", b"b", b"c", b"dd", b"\xce\xb1", b"x1"]), min_size=100, max_size=400
+    )
+)
+def test_the_fingerprint_is_the_plain_count_s(words):
+    assert fingerprint_words(words) == plain_simhash(words)
+
+
+def test_a_page_of_few_words_has_no_fingerprint():
+    assert fingerprint_words([b"w"] * (simhash.MIN_WORDS - 1)) is None
+    assert fingerprint_words([b"w"] * simhash.MIN_WORDS) is not None
+
+
+@given(st.integers(0, 2**64 - 1), st.integers(0, 15), st.data())
+def test_fingerprints_within_the_distance_share_a_block(value, apart, data):
+    flips = data.draw(st.sets(st.integers(0, 63), max_size=apart))
+    other = value
+    for bit in flips:
+        other ^= 1 << bit
+    assert distance(value, other) == len(flips)
+    assert set(block_keys(value, apart)) & set(block_keys(other, apart))
+
+
+def test_blocks_cut_for_another_distance_do_not_meet():
+    assert not set(block_keys(0, 3)) & set(block_keys(0, 4))
+
+
+def test_only_the_visible_text_is_read():
+    page = (
+        b"<html><head><title>Title</title><style>p { color: red }</style>"
+        b"<script>var hidden = 1;</script></head><body><!-- a comment -->"
+        b'<p class="x">Shown <b>TEXT</b>&amp; more</p><template><p>inert</p></template>'
+        b"<svg><text>drawn</text></svg><a href='/'>link text</a></body></html>"
+    )
+    assert visible_words(page) == [b"title", b"shown", b"text", b"&amp;", b"more", b"link", b"text"]
+
+
+def test_one_word_changed_in_a_long_text_is_near_and_another_text_is_far():
+    text = " ".join(f"w{i % 700}" for i in range(1500))
+    changed = text.replace("w350 ", "other ", 1)
+    elsewhere = " ".join(f"v{i % 700}" for i in range(1500))
+    one, two, three = (fingerprint(f"<p>{t}</p>".encode()) for t in (text, changed, elsewhere))
+    assert one is not None and two is not None and three is not None
+    assert distance(one, two) <= 3 < 20 < distance(one, three)

@@ -1,0 +1,84 @@
+"""Near-duplicates (SPEC 6) in whole crawls of a generated web of known variants
+(:mod:`tests.helpers.nearweb`): which pages are marked, what ``mark``, ``skip`` and ``off`` store,
+and what ``explain``, the summary and the report say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tarantula.core.mirror import copy_relpath
+from tests.helpers import nearweb
+from tests.helpers.crawls import run_crawl, run_scrapy, write_conf
+
+
+def listed(repository: Path) -> dict[str, tuple[str, int]]:
+    """near-duplicates.tsv: URL -> (original, bits apart)."""
+    rows = (
+        line.split("\t") for line in (repository / "near-duplicates.tsv").read_text().splitlines()
+    )
+    return {url: (original, int(bits)) for url, original, bits in rows}
+
+
+def marked(repository: Path) -> set[str]:
+    """The URLs found near or exact duplicates."""
+    exact = (repository / "duplicates.tsv").read_text().splitlines()
+    return set(listed(repository)) | {line.split("\t")[0] for line in exact}
+
+
+def test_variants_are_marked_and_distinct_pages_of_one_template_are_not(web, tmp_path):
+    home = nearweb.serve_near_web(web)
+    crawl = run_crawl(write_conf(tmp_path, [home], threads=4, host_concurrency=4))
+    assert crawl.status == 0, crawl.process.stdout
+    variants, distinct = nearweb.variants(web), nearweb.distinct(web)
+    found = marked(crawl.repository)
+    recall = len(found & set(variants)) / len(variants)
+    assert recall >= 0.95, sorted(set(variants) - found)
+    assert found & set(distinct) == set()  # precision: none of the distinct pages
+    assert found <= set(variants)
+    near = listed(crawl.repository)
+    assert all(bits <= 3 for _, bits in near.values())
+    # mark: stored and indexed as usual
+    assert set(variants) | set(distinct) == set(crawl.urls)
+    assert crawl.stats["tarantula/documents/near-duplicate"] == len(near)
+    assert f"near-duplicates {len(near):>6}" in crawl.process.stdout
+    url, (original, bits) = next(iter(near.items()))
+    said = run_scrapy("explain", str(tmp_path / "crawl.conf"), url).stdout
+    assert f"a near-duplicate of {original} ({bits} bits apart)" in said
+    report = (crawl.repository / "report.html").read_text(encoding="utf-8")
+    assert f"<strong>{len(near)}</strong> pages had nearly the text of a stored page" in report
+
+
+def test_skip_leaves_variants_out_and_follows_their_links_across_a_resume(web, tmp_path):
+    """``skip``: no variant in the index or the mirror, the pages only a variant links to
+    stored; a crawl stopped and resumed keeps the fingerprints it had (no distinct page is
+    taken for a near-duplicate of one stored before the stop, none stored twice)."""
+    home = nearweb.serve_near_web(web)
+    conf = write_conf(tmp_path, [home], near_duplicates="skip", delay=0.02, time_limit=1.5)
+    first = run_crawl(conf)
+    assert first.status == 0, first.process.stdout
+    assert 0 < len(first.records) < len(nearweb.distinct(web)), first.process.stdout
+    crawl = run_crawl(write_conf(tmp_path, [home], near_duplicates="skip", delay=0))
+    assert crawl.status == 0, crawl.process.stdout
+    variants, distinct = nearweb.variants(web), nearweb.distinct(web)
+    found = marked(crawl.repository)
+    assert len(found & set(variants)) / len(variants) >= 0.95
+    assert found & set(distinct) == set()
+    assert set(crawl.urls) == set(distinct) | (set(variants) - found)
+    files = set(crawl.files())
+    assert files == {copy_relpath(url, "html").as_posix() for url in crawl.urls}
+    assert all(
+        f"near.test:{web.port}/notes/{n}.html" in files for n in range(1, nearweb.ARTICLES + 1)
+    )
+    said = run_scrapy("explain", str(conf), next(iter(listed(crawl.repository)))).stdout
+    assert "not stored (near-duplicates = skip)" in said
+
+
+def test_off_looks_for_none(web, tmp_path):
+    home = nearweb.serve_near_web(web)
+    crawl = run_crawl(
+        write_conf(tmp_path, [home], threads=4, host_concurrency=4, near_duplicates="off")
+    )
+    assert crawl.status == 0, crawl.process.stdout
+    assert listed(crawl.repository) == {}
+    assert set(crawl.urls) == set(nearweb.variants(web)) | set(nearweb.distinct(web))
+    assert "near-duplicates" not in crawl.process.stdout
