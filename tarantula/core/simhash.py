@@ -46,7 +46,7 @@ _HIDDEN = re.compile(rb"<(script|style|template|svg)|<!--")
 _HIDDEN_END = {b"script": b"</script", b"style": b"</style", b"template": b"</template",
                b"svg": b"</svg", None: b"-->"}  # fmt: skip
 # The text: what follows each tag up to the next.
-_TEXT = re.compile(rb">([^<]++)")
+_TEXT = re.compile(rb">\s*+([^<]++)")  # (white space alone between two tags is no text)
 _ALL = (1 << BITS) - 1
 
 
