@@ -104,7 +104,11 @@ def what_the_crawl_met(config: CrawlConfig, url: str) -> str:
         return "never met it"
     if found.state == "dropped":
         when = f" at {stamp(found.when)}" if found.when else ""
-        return f"left it by rule {found.outcome}: met on {found.referrer}{when}"
+        said = f"left it by rule {found.outcome}: met on {found.referrer}{when}"
+        if found.trap is not None:
+            pattern, pages = found.trap
+            said += f"; URLs like {pattern} brought duplicates: {', '.join(pages)}"
+        return said
     if found.state != "done":
         return f"has it {found.state}, not handled yet"
     when = f" at {stamp(found.when)}" if found.when else ""

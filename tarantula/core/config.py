@@ -94,6 +94,11 @@ class CrawlConfig:
     # (mark), also left out of the mirror and the index (skip), or not looked for (off)
     near_duplicates: str = "mark"
     near_duplicate_distance: int = 3
+    # SPEC 6: URL patterns whose pages keep bringing duplicates (this many in a row) are learned
+    # as rules, and their links no longer fetched; off by default (a crawl fetches what its
+    # rules say, as the assignment asks)
+    learn_traps: bool = False
+    trap_threshold: int = 8
     log_file: Path | None = None
     log_level: int = 1
     period: float = 72.0

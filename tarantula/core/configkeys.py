@@ -197,6 +197,8 @@ KEYS = {
         Key("max-retry-after", _C, _number(0)),
         Key("near-duplicates", _C, _choice(NEAR_DUPLICATES)),
         Key("near-duplicate-distance", _C, _integer(0, 15)),
+        Key("learn-traps", _C, _boolean),
+        Key("trap-threshold", _C, _integer(2)),
         Key("resolve", _C, _resolve_item, many=True),
         Key("resolve-only", _C, _boolean),
         Key("sort-query", _C, _boolean),

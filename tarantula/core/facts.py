@@ -18,6 +18,7 @@ class Met:
     referrer: str | None = None  # the page that first linked to it; None for a seed
     stored_as: str | None = None  # its copy, relative to the repository
     duplicate_of: str | None = None  # the stored document it is an exact copy of
-    near_duplicate_of: tuple[str, int] | None = (
-        None  # the original whose text it nearly has, bits apart
-    )
+    #: The stored original whose text it nearly has, and how many bits apart.
+    near_duplicate_of: tuple[str, int] | None = None
+    #: The learned rule that stopped it, with the pages that taught it.
+    trap: tuple[str, tuple[str, ...]] | None = None

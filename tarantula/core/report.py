@@ -440,6 +440,8 @@ class StateFigures:
     near_duplicates: int = 0  # pages whose text is nearly a stored page's (SPEC 6)
     #: The first of them found: (URL, original, bits apart), at most :data:`NEAR_LISTED`.
     near_listed: tuple[tuple[str, str, int], ...] = ()
+    #: The traps learned (SPEC 6 learn-traps), oldest first: (pattern, the pages that taught it).
+    traps: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 #: How many near-duplicates the report lists (the count covers them all).

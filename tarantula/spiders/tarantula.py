@@ -35,6 +35,7 @@ from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.outcomes import RobotsUnavailable, count_failure, count_filtered, cut_at_max_size
 from tarantula.reading import document_item, read_content, read_response
+from tarantula.traps import LearnedTraps
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -49,6 +50,7 @@ class TarantulaSpider(Spider):
     def __init__(self, context: CrawlContext, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.context = context
+        self.traps: LearnedTraps | None = None  # learn-traps = yes
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TarantulaSpider:
@@ -58,6 +60,10 @@ class TarantulaSpider(Spider):
         context = build_context(crawler, config, worker=kwargs.get("worker"))
         spider = super().from_crawler(crawler, *args, context=context, **kwargs)
         assert isinstance(spider, cls)
+        if config.learn_traps:
+            within = 2 * config.near_duplicate_distance + 1
+            spider.traps = LearnedTraps(context.store.traps, config.trap_threshold, within, crawler,
+                                        context.store.commit)  # fmt: skip
         crawler.signals.connect(spider.defect, signal=signals.spider_error)
         crawler.signals.connect(spider.defect, signal=signals.item_error)
         return spider
@@ -145,10 +151,12 @@ class TarantulaSpider(Spider):
         page = reading.page
         # A near-duplicate is found (and an original claims its fingerprint) before its links
         # are followed: a page they lead to is never taken for the original of the page itself.
-        left_out = (
-            reading.accepted and page is not None and config.near_duplicates != "off"
-            and self._near(url, response)
-        )  # fmt: skip
+        left_out = False
+        if reading.accepted and page is not None:
+            if config.near_duplicates != "off":
+                left_out = self._near(url, response)
+            elif self.traps is not None:  # no near-duplicates looked for: a new page is new text
+                self.traps.outcome(url, duplicate=False)
         links: list[tuple[str, str]] = []
         if page is not None:
             async for request in self._follow(
@@ -177,6 +185,8 @@ class TarantulaSpider(Spider):
         self.context.leases.end(url, "duplicate")
         self.crawler.stats.inc_value("tarantula/documents/duplicate")
         logger.info("Duplicate of %s: %s", original, url)
+        if self.traps is not None:
+            self.traps.outcome(url, duplicate=True)
 
     def _near(self, url: str, response: Response) -> bool:
         """SPEC 6: whether a page is a near-duplicate to leave out. A page whose text is nearly a
@@ -188,6 +198,8 @@ class TarantulaSpider(Spider):
             return False
         config, documents = self.context.config, self.context.documents
         near = documents.claim_near(url, value, config.near_duplicate_distance)
+        if self.traps is not None:
+            self.traps.outcome(url, near is not None, value)
         if near is None:
             return False
         original, bits = near
@@ -234,5 +246,9 @@ class TarantulaSpider(Spider):
             context.store.dropped(url, rule, page or response.url)  # for scrapy explain
         listed += plan.listed
         for link in plan.fetch:
+            if self.traps is not None and self.traps.stops(link.url) is not None:
+                count_filtered(self.crawler.stats, "trap-learned", link.url)
+                context.store.dropped(link.url, "trap-learned", page or response.url)
+                continue
             yield meta.new_request(context, link.url, link.absolute, depth, (*path, link.position),
                                    self.parse, self.failed, page)  # fmt: skip

@@ -37,6 +37,7 @@ from tarantula.store.contract import (
     RunLog,
     SharedRobots,
     StoreUnavailable,
+    TrapStore,
 )
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ __all__ = [
     "RunLog",
     "SharedRobots",
     "StoreUnavailable",
+    "TrapStore",
     "backend",
     "check_store",
     "folder_documents",

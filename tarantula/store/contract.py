@@ -235,6 +235,22 @@ class SharedRobots(Protocol):
         being fetched."""
 
 
+class TrapStore(Protocol):
+    """The traps a crawl learns (SPEC 6 ``learn-traps``, :mod:`tarantula.core.traps`), one set for
+    all its workers and runs."""
+
+    def outcome(self, patterns: list[str], url: str, duplicate: bool, threshold: int,
+                fingerprint: int | None = None, within: int = 0) -> list[str]:  # fmt: skip
+        """The page at ``url``, of ``patterns``, was an exact or near-duplicate (``duplicate``),
+        else brought new text, which starts a pattern's count again, unless its ``fingerprint``
+        is ``within`` bits of the pattern's page before (its text is that page's but for a few
+        words: a page number, a date); returns the patterns this made rules (``threshold``
+        duplicates in a row), each learned once in the whole crawl."""
+
+    def rules(self) -> dict[str, tuple[str, ...]]:
+        """Every rule learned, oldest first, with the pages that taught it."""
+
+
 class CrawlStore(Protocol):
     """Everything one crawl keeps (see the module's docstring), as one process sees it."""
 
@@ -249,6 +265,9 @@ class CrawlStore(Protocol):
 
     @property
     def requisites(self) -> RequisiteStore: ...
+
+    @property
+    def traps(self) -> TrapStore: ...
 
     @property
     def robots(self) -> SharedRobots | None:

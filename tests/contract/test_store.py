@@ -41,6 +41,7 @@ from tarantula.store import (
     RunLog,
     SharedRobots,
     StoreUnavailable,
+    TrapStore,
     backend,
 )
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
@@ -271,6 +272,35 @@ def test_near_fingerprints_are_one_crawl_s_across_its_workers(stores: Stores, tm
     second = stores.open(worker="w2" if stores.redis_url else None)
     second.begin()
     assert second.documents.claim_near("http://a.test/2", value ^ 1, 3) == ("http://a.test/1", 1)
+
+
+def test_traps_are_learned_from_duplicates_in_a_row_once_for_every_worker(stores: Stores):
+    """SPEC 6 learn-traps: a pattern becomes a rule at the threshold of duplicates in a row; a
+    page of new text starts its count again, unless its fingerprint is within the bits given of
+    the page before; a rule is learned once, and every worker (or a resume) reads it."""
+    first = stores.open(worker="w1")
+    first.begin()
+    traps = first.traps
+    calendar = ["http://a.test/day/{n}"]
+    assert traps.outcome(calendar, "http://a.test/day/1", False, 3, 0b1111) == []  # new text
+    assert traps.outcome(calendar, "http://a.test/day/2", True, 3) == []
+    assert traps.outcome(calendar, "http://a.test/day/3", False, 3, 0b11111111) == []  # new again
+    assert traps.outcome(calendar, "http://a.test/day/4", True, 3) == []
+    # a few bits from the page before: no new text, though no near-duplicate
+    assert traps.outcome(calendar, "http://a.test/day/5", False, 3, 0b11110000, within=4) == []
+    assert traps.outcome(calendar, "http://a.test/day/6", True, 3) == calendar
+    assert traps.outcome(calendar, "http://a.test/day/7", True, 3) == []  # learned once
+    assert traps.rules() == {calendar[0]: ("http://a.test/day/4", "http://a.test/day/5",
+                                           "http://a.test/day/6")}  # fmt: skip
+    first.commit()
+    second = stores.open(worker="w2") if stores.redis_url else first
+    second.begin()
+    listed = ["http://a.test/list?page=*"]
+    for page in range(1, 3):
+        assert second.traps.outcome(listed, f"http://a.test/list?page={page}", True, 2) == (
+            listed if page == 2 else []
+        )
+    assert list(first.traps.rules()) == [calendar[0], listed[0]]  # oldest first
 
 
 def test_page_claims_hold_max_page_number(stores: Stores):
@@ -709,13 +739,26 @@ def test_the_processes_of_a_crawl_on_n_share_the_near_fingerprints(tmp_path):
     assert first.documents.claim_near("http://a.test/1", value, 3) == ("http://b.test/1", 2)
 
 
+def test_the_processes_of_a_crawl_on_n_learn_traps_together(tmp_path):
+    from tarantula.store.sqlite.shards import ShardStore
+
+    first = ShardStore(tmp_path, "bfs", 1, 2)
+    first.begin()
+    second = ShardStore(tmp_path, "bfs", 2, 2)
+    second.begin()
+    pattern = ["http://a.test/p?n=*"]
+    assert first.traps.outcome(pattern, "http://a.test/p?n=1", True, 2) == []
+    assert second.traps.outcome(pattern, "http://b.test/p?n=2", True, 2) == pattern
+    assert first.traps.rules() == {pattern[0]: ("http://a.test/p?n=1", "http://b.test/p?n=2")}
+
+
 def test_every_member_of_the_contract_is_tested():
     """Each member of each Protocol of the contract is used by a test of this module: a member
     added to the contract needs a test here before it is one."""
     text = Path(__file__).read_text(encoding="utf-8")
     untested = []
     for protocol in (Frontier, DocumentStore, RunLog, RequisiteStore, CrawlStore, Backend,
-                     BrowseCopy, SharedRobots):  # fmt: skip
+                     BrowseCopy, SharedRobots, TrapStore):  # fmt: skip
         members = {name for name in vars(protocol) if not name.startswith("_")}
         members |= set(getattr(protocol, "__annotations__", {}))
         untested += [f"{protocol.__name__}.{name}" for name in sorted(members)

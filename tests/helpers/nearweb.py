@@ -19,7 +19,8 @@ the original first:
   their links);
 - ``clock``: ``/news/1?t=K``, the time of the request in its text (a clock of the server's own
   that moves 7 s from one request to the next);
-- ``pagination``: ``/list?page=P`` past the last page, which repeats the last page's items;
+- ``pagination``: ``/list?page=P`` past the last page, which repeats the last page's items (up
+  to ``LIST_REPEATS`` pages past it; with ``endless`` for ever);
 - ``calendar``: ``/calendar/2026/12/D/``, a day without events, linking to the next day (up to
   ``CALENDAR_DAYS``; with ``endless`` for ever).
 
@@ -90,12 +91,12 @@ def _variant_links(number: int) -> str:
     )
 
 
-def _list_page(page: int) -> Resource:
+def _list_page(page: int, endless: bool = False) -> Resource:
     shown = min(page, LIST_PAGES)
     items = "".join(f"<li><p>{words(f'item{shown}-{i}', 150)}</p></li>" for i in range(5))
     more = (
         f'<p><a href="/list?page={page + 1}">next page</a></p>'
-        if page < LIST_PAGES + LIST_REPEATS
+        if endless or page < LIST_PAGES + LIST_REPEATS
         else ""
     )
     return _page(f"List page {page}", f"<ol>{items}</ol>{more}")
@@ -152,7 +153,7 @@ def serve_near_web(server: SiteServer, *, endless: bool = False) -> str:
             number = int(segments[1])
             return _page(f"Tag {number}", f"<p>{words(f'tag{number}', 60)}</p>")
         if path == "/list":
-            return _list_page(int(query.get("page", ["1"])[0]))
+            return _list_page(int(query.get("page", ["1"])[0]), endless)
         if path == "/news/1":
             # The time of the request as the page shows it, from the server's own clock: here a
             # clock that moves 7 s between two requests of the page, so that a test's fingerprints

@@ -11,6 +11,7 @@ files keep (:mod:`tarantula.store.folder.met`), with no referrer.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -32,6 +33,7 @@ from tarantula.core.report import (
     shown_entry,
 )
 from tarantula.core.requisites import Requisite, requisite_url
+from tarantula.core.traps import rule_of
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.folder.met import MetRow
 from tarantula.store.redis.essentials import Essentials
@@ -172,6 +174,7 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
             client.hget(prefix + "docs", url_id(url)[0]),
             client.hget(prefix + "dups", url),
         )
+        rules = cast("dict[bytes, bytes]", client.hgetall(prefix + "trap-rules"))
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
@@ -198,7 +201,13 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
         return Met("never met")  # by the workers of this folder
     row = max(rows, key=lambda row: (row.generation, row.at))
     if row.page is not None:
-        return Met("dropped", row.outcome, row.at, None, row.page)
+        trap = None
+        if row.outcome == "trap-learned":
+            taught = {
+                key.decode(): tuple(json.loads(value)["pages"]) for key, value in rules.items()
+            }
+            trap = rule_of(url, taught)
+        return Met("dropped", row.outcome, row.at, None, row.page, trap=trap)
     return Met("done", row.outcome, row.at)
 
 
@@ -210,6 +219,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
     from tarantula.store.redis.documents import stored_pages
     from tarantula.store.redis.runs import RedisRunLog, Workers
     from tarantula.store.redis.shards import shard_keys
+    from tarantula.store.redis.traps import RedisTraps
 
     seeds: list[tuple[str, str | None]] = []  # as written, normalized
     for seed in config.starting_points:
@@ -234,6 +244,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
                 if doc.url in seed_urls:
                     found[doc.url] = "stored"
         originals: Counter[str] = Counter()
+        traps = RedisTraps(client, prefix).rules()
         near: list[tuple[int, str, str, int]] = []
         for url, data in _scan(client, prefix + "dups"):
             if data.get("generation") != generation:
@@ -294,6 +305,7 @@ def state_figures(config: CrawlConfig) -> StateFigures:
         failed_requisites=dict(failed_requisites),
         near_duplicates=len(near),
         near_listed=tuple(row[1:] for row in sorted(near)[:NEAR_LISTED]),
+        traps=tuple(traps.items()),
     )
 
 

@@ -24,6 +24,7 @@ from tarantula.store.redis.frontier import Batch
 from tarantula.store.redis.requisites import RedisRequisites
 from tarantula.store.redis.runs import WORKER_TTL, RedisRunLog, Workers
 from tarantula.store.redis.shards import open_frontier
+from tarantula.store.redis.traps import RedisTraps
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -71,6 +72,7 @@ class RedisState:
             frontier=self.frontier, records=records,
         )  # fmt: skip
         self.requisites = RedisRequisites(client, prefix, folder_id)
+        self.traps = RedisTraps(client, prefix)
         self.records = records
         self.met = MetLog()
         if records is not None:

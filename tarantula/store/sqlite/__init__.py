@@ -25,6 +25,7 @@ from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
 from tarantula.store.sqlite.requisites import SqliteRequisites
 from tarantula.store.sqlite.runs import RunLog
+from tarantula.store.sqlite.traps import TrapTables
 
 __all__ = ["SqliteStore", "last_run_at"]
 
@@ -80,6 +81,7 @@ class SqliteStore(OwnDatabase):
         self.frontier = SqliteFrontier(self.db, traversal)
         self.documents = SqliteDocuments(self.db)
         self.requisites = SqliteRequisites(self.db)
+        self.traps = TrapTables(self.db)
         self.met = MetLog()
         self.db.on_commit(before=lambda: self.met.flush(self.db.sql.executemany))
 

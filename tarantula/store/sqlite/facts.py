@@ -25,6 +25,7 @@ from tarantula.core.report import (
     shown_entry,
 )
 from tarantula.core.requisites import MARK, Requisite
+from tarantula.core.traps import rule_of
 from tarantula.core.urls import UrlRejected, normalize_url
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.folder.met import met_row
@@ -54,13 +55,19 @@ def url_facts(root: Path, url: str) -> Met | str:
             (url,),
         ).fetchone()
         met = met_row(db, url) if row is None else None
+        trap = None
+        if met is not None and met.outcome == "trap-learned":
+            rules = db.execute("SELECT pattern, pages FROM trap_rules").fetchall()
+            trap = rule_of(url, {pattern: tuple(pages.split("\n")) for pattern, pages in rules})
     except sqlite3.OperationalError as exc:  # a state of another version, or not a state at all
         return f"cannot be told: {path} cannot be read ({exc})"
     finally:
         db.close()
     if row is None:
         return (
-            Met("never met") if met is None else Met("dropped", met.outcome, met.at, None, met.page)
+            Met("never met")
+            if met is None
+            else Met("dropped", met.outcome, met.at, None, met.page, trap=trap)
         )
     state = {QUEUED: "queued", LEASED: "in flight"}.get(row[0], "done")
     return Met(state, row[1], row[2], row[3], row[4], stored and stored[0], copy and copy[0],
@@ -210,8 +217,14 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
                     (generation, NEAR_LISTED),
                 )
             )
+            traps = tuple(
+                (pattern, tuple(pages.split("\n")))
+                for pattern, pages in db.execute(
+                    "SELECT pattern, pages FROM trap_rules ORDER BY learned"
+                )
+            )
         except sqlite3.OperationalError:  # a state made before near-duplicates were looked for
-            near_count, near = 0, ()
+            near_count, near, traps = 0, (), ()
         try:
             requisites = db.execute(
                 "SELECT count(*) FROM requisites WHERE path IS NOT NULL"
@@ -242,7 +255,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
         db.close()
     return StateFigures(runs, generation, sum(types.values()), dict(types), dict(pages),
                         dict(hosts), dict(outcomes), dict(depths), duplicates, top, seeds,
-                        failed, requisites, failed_requisites, near_count, near)  # fmt: skip
+                        failed, requisites, failed_requisites, near_count, near, traps)  # fmt: skip
 
 
 def _seed_row(db: sqlite3.Connection, seed: str, config: CrawlConfig | None) -> SeedRow:

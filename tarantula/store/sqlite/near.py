@@ -33,12 +33,12 @@ CREATE TABLE IF NOT EXISTS fingerprint_blocks (key INTEGER NOT NULL, url TEXT NO
 _SIGN = 1 << 63
 
 
-def _stored(value: int) -> int:
+def as_signed(value: int) -> int:
     """A 64-bit fingerprint as SQLite's signed integer."""
     return value - (1 << 64) if value & _SIGN else value
 
 
-def _read(value: int) -> int:
+def as_unsigned(value: int) -> int:
     return value + (1 << 64) if value < 0 else value
 
 
@@ -65,7 +65,7 @@ class Fingerprints:
                 for url, value in self.db.execute(
                     "SELECT url, fingerprint FROM fingerprints"
                 ).fetchall():
-                    self._add_blocks(url, _read(value), distance)
+                    self._add_blocks(url, as_unsigned(value), distance)
             self.db.changed()
         self._distance = distance
 
@@ -89,13 +89,13 @@ class Fingerprints:
                 f" ON f.url = b.url WHERE b.key IN ({marks}) AND b.url != ?",
                 (*keys, url),
             ).fetchall()
-            found = [(bits_apart(value, _read(other)), page) for page, other in rows]
+            found = [(bits_apart(value, as_unsigned(other)), page) for page, other in rows]
             best = min((pair for pair in found if pair[0] <= distance), default=None)
             if best is not None:
                 return best[1], best[0]
             if claim:
                 self._forget(url)
-                self.db.execute("INSERT INTO fingerprints VALUES (?, ?)", (url, _stored(value)))
+                self.db.execute("INSERT INTO fingerprints VALUES (?, ?)", (url, as_signed(value)))
                 self._add_blocks(url, value, distance)
         self.db.changed()
         return None
@@ -120,4 +120,4 @@ class Fingerprints:
         row = self.db.execute(
             "SELECT fingerprint FROM fingerprints WHERE url = ?", (url,)
         ).fetchone()
-        return None if row is None else _read(row[0])
+        return None if row is None else as_unsigned(row[0])

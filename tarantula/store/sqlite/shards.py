@@ -46,6 +46,7 @@ from tarantula.store.sqlite.near import Fingerprints
 from tarantula.store.sqlite.requisites import SqliteRequisites
 from tarantula.store.sqlite.runs import RunLog
 from tarantula.store.sqlite.shared import SharedDB, connect_crawl, held_by, shard_path
+from tarantula.store.sqlite.traps import TrapTables
 
 if TYPE_CHECKING:
     from tarantula.helpers import Helpers
@@ -482,6 +483,7 @@ class ShardStore(OwnDatabase):
         self.documents = ShardDocuments(self.db, self.shared, shard)
         self.requisites = ShardRequisites(self.shared)
         self.robots = ShardRobots(self.shared, shard)
+        self.traps = TrapTables(self.shared, self.shared.write)
         self.met = MetLog()
         self.db.on_commit(before=lambda: self.met.flush(self.db.sql.executemany))
         self.helpers = helpers

@@ -18,7 +18,9 @@ another longer than a statement:
 - ``requisites``: the page requisites, whose page and host may be different processes';
 - ``robots``: each site's robots.txt, fetched by the first process that needs it, for all;
 - ``fingerprints`` and ``fingerprint_blocks``: the stored pages' fingerprints, for
-  near-duplicates across processes (:mod:`tarantula.store.sqlite.near`).
+  near-duplicates across processes (:mod:`tarantula.store.sqlite.near`);
+- ``trap_streaks`` and ``trap_rules``: the traps the crawl learns, from every process's pages
+  (:mod:`tarantula.store.sqlite.traps`).
 
 The tables a tool reads (``urls``, ``documents``, ``duplicates``) are the processes' own; a
 reader sees them as one through :func:`connect_crawl` (temporary views over every process's
@@ -35,6 +37,7 @@ from typing import Any
 
 from tarantula.core.layout import STATE_FOLDER
 from tarantula.store.sqlite.near import SCHEMA as NEAR_SCHEMA
+from tarantula.store.sqlite.traps import SCHEMA as TRAPS_SCHEMA
 
 SCHEMA = (
     """
@@ -61,6 +64,7 @@ CREATE TABLE IF NOT EXISTS robots (
     WITHOUT ROWID;
 """
     + NEAR_SCHEMA
+    + TRAPS_SCHEMA
 )
 
 #: The processes' own tables a reader of the whole crawl sees as one.
