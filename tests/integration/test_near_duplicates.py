@@ -4,11 +4,13 @@ and what ``explain``, the summary and the report say."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 from tarantula.core.mirror import copy_relpath
 from tests.helpers import nearweb
-from tests.helpers.crawls import run_crawl, run_scrapy, write_conf
+from tests.helpers.crawls import run_crawl, run_scrapy, start_crawl, wait_for, write_conf
 
 
 def listed(repository: Path) -> dict[str, tuple[str, int]]:
@@ -82,3 +84,45 @@ def test_off_looks_for_none(web, tmp_path):
     assert listed(crawl.repository) == {}
     assert set(crawl.urls) == set(nearweb.variants(web)) | set(nearweb.distinct(web))
     assert "near-duplicates" not in crawl.process.stdout
+
+
+def test_traps_are_learned_the_crawl_ends_by_itself_and_a_kill_keeps_them(web, tmp_path):
+    """learn-traps: an endless calendar and an endless list that repeats its last page are
+    learned within trap-threshold pages of their first duplicate; the crawl ends by itself; a
+    kill -9 right after a rule is learned loses nothing of it (the resume stops at it)."""
+    home = nearweb.serve_near_web(web, endless=True)
+    conf = write_conf(tmp_path, [home], threads=2, host_concurrency=2, near_duplicates="skip",
+                      learn_traps=True, delay=0.01)  # fmt: skip
+    calendar = f"http://{nearweb.HOST}:{web.port}/calendar/2026/12/{{n}}/"
+    crawling = start_crawl(conf)
+    log = tmp_path / "log"
+    wait_for(lambda: log.exists() and f"like {calendar} brought" in log.read_text(), timeout=120)
+    os.kill(crawling.pid, signal.SIGKILL)
+    crawling.wait()
+    crawl = run_crawl(conf)  # the resume
+    assert crawl.status == 0, crawl.process.stdout
+    assert "finished (finished)" in crawl.process.stdout
+    days = {int(t.split("/")[4]) for t in web.targets(nearweb.HOST) if t.startswith("/calendar/")}
+    pages = {
+        int(t.rsplit("=", 1)[1]) for t in web.targets(nearweb.HOST) if t.startswith("/list?page=")
+    }
+    threshold = 8  # trap-threshold's default
+    # Day 1 is new text, days 2 to 9 the duplicates that teach the rule; the next day is not
+    # fetched, by the first run or the resume (a page or two more were it queued already).
+    assert max(days) <= 1 + threshold + 2, sorted(days)
+    assert max(pages) <= nearweb.LIST_PAGES + threshold + 2, sorted(pages)
+    rules = {
+        line.split("\t")[0]
+        for line in (crawl.repository / "near-duplicates.tsv").read_text().splitlines()
+    }
+    assert rules  # the teaching pages are near-duplicates, left out with skip
+    report = (crawl.repository / "report.html").read_text(encoding="utf-8")
+    assert f'<td class="url">{calendar}</td>' in report
+    assert f'<td class="url">http://{nearweb.HOST}:{web.port}/list?page=*</td>' in report
+    stopped = f"http://{nearweb.HOST}:{web.port}/calendar/2026/12/{max(days) + 1}/"
+    said = run_scrapy("explain", str(conf), stopped).stdout
+    assert (
+        f"left it by rule trap-learned: met on http://{nearweb.HOST}:{web.port}/calendar/2026/12/{max(days)}/"
+        in said
+    )
+    assert f"URLs like {calendar} brought duplicates" in said
