@@ -20,7 +20,7 @@ from tarantula.core.config import (
     load_config,
     parse_config,
 )
-from tarantula.core.configkeys import KEYS, SCOPES, TRAVERSALS
+from tarantula.core.configkeys import KEYS, NEAR_DUPLICATES, SCOPES, TRAVERSALS
 
 ASSIGNMENT_EXAMPLE = r"""# Configuration File for Web Crawler
 <crawler-options>
@@ -799,6 +799,10 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "max-outlinks": st.integers(0, 10**6).map(lambda n: (str(n), n)),
     "max-path-repetitions": st.integers(0, 100).map(lambda n: (str(n), n)),
     "max-retry-after": _floats(0).map(lambda f: (repr(f), f)),
+    "near-duplicates": st.sampled_from(NEAR_DUPLICATES).map(lambda s: (s.capitalize(), s)),
+    "near-duplicate-distance": st.integers(0, 15).map(lambda n: (str(n), n)),
+    "learn-traps": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
+    "trap-threshold": st.integers(2, 10**6).map(lambda n: (str(n), n)),
     "resolve-only": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sort-query": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sitemaps": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
