@@ -21,6 +21,10 @@ they are needed, so that :mod:`tarantula.core` may use what is here without impo
   ``send_packed_command``, ``read_response``).
 - The regex vetting reads a pattern's parse tree: Python's ``re._parser`` and ``re._constants``
   (:func:`regex_parser`).
+- Scrapy's cookie middleware asks ``tldextract`` whether a cookie's domain is a public suffix with
+  an extractor (``_split_domain``) that downloads the Public Suffix List at its first use: a DNS
+  query and a fetch from the internet. :func:`offline_public_suffixes` gives it one that reads
+  the list ``tldextract`` ships.
 """
 
 from __future__ import annotations
@@ -122,6 +126,16 @@ def send_batch(client: Any, packed: list[bytes], count: int,
 
     with client.single_connection_lock:
         return conn.retry.call_with_retry(exchange, lambda error: conn.disconnect())
+
+
+@functools.cache
+def offline_public_suffixes() -> None:
+    """Have Scrapy's cookie middleware read the Public Suffix List ``tldextract`` ships, never
+    the internet's (``scrapy.downloadermiddlewares.cookies._split_domain``)."""
+    from scrapy.downloadermiddlewares import cookies
+    from tldextract import TLDExtract
+
+    cookies._split_domain = TLDExtract(suffix_list_urls=(), include_psl_private_domains=True)
 
 
 @functools.cache

@@ -38,6 +38,7 @@ from pathlib import Path
 from tarantula import __version__
 from tarantula.core.configkeys import KEYS
 from tarantula.core.configreader import Reader
+from tarantula.core.credentials import cookies_problem, netrc_problem
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,9 @@ class CrawlConfig:
     report: bool = True  # SPEC 11: <repository>/report.html at the end of every run
     redis: str = ""  # SPEC 9: the Redis server workers share the crawl through ("": one process)
     lease_timeout: float = 60.0  # SPEC 9: seconds before a dead worker's URLs go back
+    # SPEC 13: HTTP credentials per host (a netrc file), cookies to start from (a Netscape file)
+    netrc: Path | None = None
+    cookies: Path | None = None
     warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -135,6 +139,9 @@ class CrawlConfig:
         object.__setattr__(
             self, "repository", Path(os.path.normpath(path.parent / self.repository))
         )
+        for name in ("netrc", "cookies"):
+            if (value := getattr(self, name)) is not None:
+                object.__setattr__(self, name, path.parent / Path(value).expanduser())
         if self.log_file is not None:
             object.__setattr__(
                 self, "log_file", Path(os.path.normpath(path.parent / self.log_file))
@@ -211,6 +218,12 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
             "processes runs one crawl on this machine's cores; a crawl shared through Redis runs "
             "one process per worker: start more workers instead",
         )
+    here = Path(path).absolute().parent
+    for name, problem_of in (("netrc", netrc_problem), ("cookies", cookies_problem)):
+        if (value := reader.values.get(name)) is not None and (
+            problem := problem_of(here / Path(str(value)).expanduser())
+        ):
+            reader.error(reader.first_seen[name], problem)
     if reader.values.get("wacz") and not reader.values.get("warc"):
         reader.error(
             reader.first_seen["wacz"], "wacz = yes packs the WARC files: it needs warc = yes"

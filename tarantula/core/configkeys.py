@@ -26,6 +26,7 @@ SECTIONS = (
     "multithreading-options",
     "output-options",
     "distributed-options",
+    "authentication-options",
 )
 
 
@@ -171,7 +172,7 @@ class Key:
     required: bool = False
 
 
-_C, _L, _R, _M, _O, _D = SECTIONS
+_C, _L, _R, _M, _O, _D, _A = SECTIONS
 # A key's default is its CrawlConfig field's default: a new key is one line here, one field there.
 KEYS = {
     key.name: key
@@ -221,5 +222,7 @@ KEYS = {
         Key("report", _O, _boolean),
         Key("redis", _D, _redis_url),
         Key("lease-timeout", _D, _number(1)),
+        Key("netrc", _A, _path),
+        Key("cookies", _A, _path),
     )
 }

@@ -53,6 +53,7 @@ from scrapy.exceptions import NotConfigured
 
 from tarantula import __version__
 from tarantula.context import CrawlContext, context_of
+from tarantula.core.credentials import redact
 from tarantula.core.layout import CAPTURES_NAME, STATE_FOLDER, WARC_FOLDER
 
 if TYPE_CHECKING:
@@ -245,10 +246,12 @@ def exchange_of(request: Request, response: Response, sent: datetime) -> Exchang
 
 
 def header_list(headers: Headers) -> list[tuple[str, str]]:
-    """Scrapy's headers as (name, value) pairs, one per value, in Latin-1 as HTTP carries them."""
+    """Scrapy's headers as (name, value) pairs, one per value, in Latin-1 as HTTP carries them;
+    credentials and cookies ``[redacted]`` (SPEC 13: no WARC record carries them)."""
     return [
-        (name.decode("latin-1"), value.decode("latin-1"))
-        for name, values in headers.items()
+        (name, redact(name, value.decode("latin-1")))
+        for raw, values in headers.items()
+        for name in (raw.decode("latin-1"),)
         for value in values
     ]
 

@@ -97,3 +97,15 @@ def test_redis_pys_single_connection_takes_a_packed_batch_and_reads_its_replies(
         assert client.ping()
     finally:
         client.close()
+
+
+def test_scrapys_cookie_middleware_asks_an_extractor_that_can_be_made_offline():
+    from scrapy.downloadermiddlewares import cookies
+    from tldextract import TLDExtract
+
+    from tarantula.compat import offline_public_suffixes
+
+    assert isinstance(cookies._split_domain, TLDExtract)
+    offline_public_suffixes()
+    assert cookies._split_domain.suffix_list_urls == ()
+    assert cookies._is_public_domain("co.uk") and not cookies._is_public_domain("example.co.uk")

@@ -31,12 +31,8 @@ PROJECT_SETTINGS = {
 def crawl_config(tmp_path: Path, **keys: Any) -> CrawlConfig:
     """A configuration with politeness off (no delay) and its repository at ``tmp_path/repo``."""
     keys.setdefault("delay", 0.0)
-    return CrawlConfig(
-        path=tmp_path / "c.conf",
-        starting_points=("http://a.test/",),
-        repository=tmp_path / "repo",
-        **keys,
-    )
+    keys.setdefault("starting_points", ("http://a.test/",))
+    return CrawlConfig(path=tmp_path / "c.conf", repository=tmp_path / "repo", **keys)
 
 
 @dataclass

@@ -66,6 +66,8 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
         "report": "output-options",
         "redis": "distributed-options",
         "lease_timeout": "distributed-options",
+        "netrc": "authentication-options",
+        "cookies": "authentication-options",
     }
     for key, value in values.items():
         if key not in sections:

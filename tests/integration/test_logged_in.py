@@ -1,0 +1,150 @@
+"""Logged-in crawls (SPEC 13): HTTP Basic and Digest credentials from a netrc file, cookies from a
+cookie file and those servers set, and nothing of them leaking: checked from the server's own
+request log and by a search of every file the crawl wrote (WARC files included)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import urllib.request
+from pathlib import Path
+
+from tarantula.demo.server import HTML, RequestRecord, Resource, SiteServer
+from tests.helpers.crawls import run_crawl, write_conf
+
+USER, PASSWORD = "ada", "s3cret-pw-9271"
+SESSION = "SESSIONVALUE4411"
+TRACKER = "TRACKERVALUE8802"
+REALM, NONCE = "private area", "dcd98b7102dd2f0e8b11d0f600bfb0c093"
+
+
+def _page(title: str, body: str = "") -> Resource:
+    html = f"<!DOCTYPE html><title>{title}</title><h1>{title}</h1>{body}"
+    return Resource(html.encode(), headers={"Content-Type": HTML})
+
+
+def _digest_ok(header: str, method: str) -> bool:
+    """Whether a Digest ``Authorization`` answers the challenge with the right password."""
+    if not header.startswith("Digest "):
+        return False
+    fields = urllib.request.parse_keqv_list(urllib.request.parse_http_list(header[7:]))
+    ha1 = hashlib.md5(f"{USER}:{REALM}:{PASSWORD}".encode()).hexdigest()
+    ha2 = hashlib.md5(f"{method}:{fields['uri']}".encode()).hexdigest()
+    expected = hashlib.md5(
+        f"{ha1}:{NONCE}:{fields['nc']}:{fields['cnonce']}:{fields['qop']}:{ha2}".encode()
+    ).hexdigest()
+    return fields.get("username") == USER and fields.get("response") == expected
+
+
+def serve_private(web: SiteServer) -> str:
+    """``private.test``: a home page that sets a cookie and links to a Basic area (with a redirect
+    from it to ``other.test``), a Digest area, a members' page that needs the session cookie and a
+    page on ``other.test``, which links back."""
+    other = web.url("other.test", "/")
+    basic = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+    def answer(request: RequestRecord) -> Resource:
+        target, auth = request.target, request.headers.get("Authorization", "")
+        if target == "/":
+            links = ('<a href="/basic/a.html">a</a> <a href="/digest/b.html">b</a> '
+                     f'<a href="/members/c.html">c</a> <a href="{other}x.html">x</a> '
+                     '<a href="/basic/leave">leave</a>')  # fmt: skip
+            page = _page("Home", links)
+            page.headers["Set-Cookie"] = f"tracker={TRACKER}; Path=/"
+            return page
+        if target.startswith("/basic/"):
+            if auth != basic:
+                return Resource(b"no", 401, {"WWW-Authenticate": 'Basic realm="basic area"'})
+            if target == "/basic/leave":  # a redirect out of the area, to another host
+                return Resource(b"", 302, {"Location": f"{other}landing.html"})
+            return _page("Basic inside", f'<p>{target}</p><a href="/basic/more.html">more</a>')
+        if target.startswith("/digest/"):
+            if not _digest_ok(auth, request.method):
+                challenge = f'Digest realm="{REALM}", qop="auth", nonce="{NONCE}", opaque="5ccc"'
+                return Resource(b"no", 401, {"WWW-Authenticate": challenge})
+            return _page("Digest inside")
+        if target.startswith("/members/"):
+            if f"session={SESSION}" not in request.headers.get("Cookie", ""):
+                return Resource(b"members only", 403, {"Content-Type": "text/plain"})
+            return _page("Members inside")
+        return Resource(b"not here", 404, {"Content-Type": "text/plain"})
+
+    web.add("private.test", "*", answer)
+    back = f'<a href="{web.url("private.test", "/")}">back</a>'
+    web.add("other.test", "/x.html", _page("Other", back))
+    web.add("other.test", "/landing.html", _page("Landing", back))
+    return web.url("private.test", "/")
+
+
+def credential_files(folder: Path, web: SiteServer, mode: int = 0o600) -> tuple[Path, Path]:
+    netrc = folder / "netrc"
+    netrc.write_text(f"machine private.test\n  login {USER}\n  password {PASSWORD}\n")
+    netrc.chmod(mode)
+    cookies = folder / "cookies.txt"
+    cookies.write_text(
+        f"# Netscape HTTP Cookie File\nprivate.test\tFALSE\t/\tFALSE\t0\tsession\t{SESSION}\n"
+    )
+    return netrc, cookies
+
+
+def test_a_logged_in_crawl_stores_the_private_pages_and_leaks_nothing(web, tmp_path):
+    home = serve_private(web)
+    netrc, cookies = credential_files(tmp_path, web)
+    conf = write_conf(tmp_path, [home], scope="free-spanning", warc=True,
+                      netrc=str(netrc), cookies=str(cookies))  # fmt: skip
+    crawl = run_crawl(conf)
+    assert crawl.status == 0, crawl.process.stdout
+    titles = {record.url.split("/", 3)[3]: record.title for record in crawl.records}
+    assert titles["basic/a.html"] == "Basic inside"
+    assert titles["basic/more.html"] == "Basic inside"
+    assert titles["digest/b.html"] == "Digest inside"
+    assert titles["members/c.html"] == "Members inside"
+    private = [r for r in web.requests if r.host.startswith("private.test")]
+    others = [r for r in web.requests if r.host.startswith("other.test")]
+    assert {r.target for r in others} == {"/x.html", "/landing.html", "/robots.txt"}
+    leave = next(r for r in private if r.target == "/basic/leave")
+    assert leave.headers["Authorization"].startswith("Basic ")  # then redirected: dropped
+    for record in others:  # nothing of private.test's goes to another host
+        assert "Authorization" not in record.headers, record
+        assert SESSION not in record.headers.get("Cookie", ""), record
+        assert TRACKER not in record.headers.get("Cookie", ""), record
+    # Credentials only after the origin asked for them; the Basic area's second page at once.
+    first_basic = next(r for r in private if r.target == "/basic/a.html")
+    assert "Authorization" not in first_basic.headers
+    more = [r for r in private if r.target == "/basic/more.html"]
+    assert len(more) == 1 and more[0].headers["Authorization"].startswith("Basic ")
+    assert any(TRACKER in r.headers.get("Cookie", "") for r in private)  # a cookie it set, kept
+    # No file of the repository shows the password, the Basic token or a cookie's value.
+    token = base64.b64encode(f"{USER}:{PASSWORD}".encode())
+    for path in crawl.repository.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            for secret in (PASSWORD.encode(), token, SESSION.encode(), TRACKER.encode()):
+                assert secret not in data, (path, secret)
+    assert SESSION not in crawl.log and PASSWORD not in crawl.log
+    warc = b"".join(p.read_bytes() for p in (crawl.repository / "warc").iterdir())
+    assert b"[redacted]" in _gunzipped(warc)
+
+
+def _gunzipped(data: bytes) -> bytes:
+    import gzip
+    import io
+
+    out = b""
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as members:
+        out = members.read()
+    return out
+
+
+def test_a_netrc_others_can_read_or_a_missing_cookie_file_is_refused(web, tmp_path):
+    home = serve_private(web)
+    netrc, _ = credential_files(tmp_path, web, mode=0o644)
+    conf = write_conf(tmp_path, [home], netrc=str(netrc), cookies=str(tmp_path / "none.txt"))
+    crawl = run_crawl(conf)
+    assert crawl.status == 2
+    errors = [line for line in crawl.process.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 2, crawl.process.stderr
+    assert errors[0].startswith(f"{conf}:") and "is readable by others (mode 644)" in errors[0]
+    assert "cannot read the cookie file" in errors[1]
+    assert "Traceback" not in crawl.process.stderr
+    assert not web.requests  # nothing fetched
