@@ -88,6 +88,16 @@ def configure(settings: Settings, config: CrawlConfig) -> None:
         else (dict(config.resolve), config.resolve_only)
     )
     settings.setdict(render_settings(config, mapping, only), priority="spider")
+    if config.netrc is not None or config.cookies is not None:
+        # A logged-in crawl's middlewares (SPEC 13), named only then: Scrapy's cookie middleware,
+        # which the cookie jar builds on, imports tldextract, which a crawl of the open web
+        # does without.
+        middlewares = settings.getdict("DOWNLOADER_MIDDLEWARES")
+        middlewares |= {
+            "tarantula.downloadermiddlewares.auth.AuthMiddleware": 620,
+            "tarantula.downloadermiddlewares.cookies.CookieFileMiddleware": 700,
+        }
+        settings.set("DOWNLOADER_MIDDLEWARES", middlewares, priority="spider")
 
 
 def load_crawl_config(conf: str | Path | None) -> CrawlConfig:

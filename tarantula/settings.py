@@ -81,11 +81,9 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "tarantula.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
     "tarantula.downloadermiddlewares.politeness.PolitenessMiddleware": 650,
-    # SPEC 13, with <authentication-options> only: credentials answered on a 401 (after the
-    # politeness middleware has seen the answer), and the cookies servers set, kept.
-    "tarantula.downloadermiddlewares.auth.AuthMiddleware": 620,
-    "scrapy.downloadermiddlewares.cookies.CookiesMiddleware": None,
-    "tarantula.downloadermiddlewares.cookies.CookieFileMiddleware": 700,
+    # SPEC 13: with <authentication-options>, configure.py adds AuthMiddleware (620: after the
+    # politeness middleware has seen the answer) and CookieFileMiddleware (700, Scrapy's cookie
+    # middleware's place; Scrapy's is left out of the base list above).
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
     "tarantula.downloadermiddlewares.redirect.RedirectMiddleware": 600,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,

@@ -95,6 +95,11 @@ def _path(key: str, text: str) -> Path:
     return Path(_text(key, text))
 
 
+def _optional_path(key: str, text: str) -> Path | None:
+    """A file's path, or none for an empty value (``netrc = "";``)."""
+    return _path(key, text) if text.strip() else None
+
+
 def _log_file(key: str, text: str) -> Path | None:
     return None if text.strip().lower() == "screen" else _path(key, text)
 
@@ -222,7 +227,7 @@ KEYS = {
         Key("report", _O, _boolean),
         Key("redis", _D, _redis_url),
         Key("lease-timeout", _D, _number(1)),
-        Key("netrc", _A, _path),
-        Key("cookies", _A, _path),
+        Key("netrc", _A, _optional_path),
+        Key("cookies", _A, _optional_path),
     )
 }

@@ -64,7 +64,7 @@ class AuthMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         config = context_of(crawler).config
         if config.netrc is None:
-            raise NotConfigured("no netrc")
+            raise NotConfigured
         self.crawler = crawler
         self.netrc = read_netrc(config.netrc)
         self.https_only = {origin(seed).host for seed in config.starting_points

@@ -51,7 +51,7 @@ class CookieFileMiddleware(CookiesMiddleware):
     def from_crawler(cls, crawler: Crawler) -> Self:
         config = context_of(crawler).config
         if config.netrc is None and config.cookies is None:
-            raise NotConfigured("no authentication options")
+            raise NotConfigured
         offline_public_suffixes()
         middleware = cls(crawler.settings.getbool("COOKIES_DEBUG"))
         middleware.crawler = crawler

@@ -188,7 +188,9 @@ class WarcMiddleware:
         if sent is None:
             return response  # not from the network
         if self.files is not None:
-            self._record(exchange_of(request, response, sent))
+            config = self.context.config
+            logged_in = config.netrc is not None or config.cookies is not None
+            self._record(exchange_of(request, response, sent, logged_in=logged_in))
         else:
             self.stats.inc_value("tarantula/warc/not-written")
         return response
@@ -225,7 +227,8 @@ class WarcMiddleware:
         self.stats.inc_value("tarantula/warc/bytes", written)
 
 
-def exchange_of(request: Request, response: Response, sent: datetime) -> Exchange:
+def exchange_of(request: Request, response: Response, sent: datetime, *,
+                logged_in: bool = False) -> Exchange:  # fmt: skip
     """The exchange of ``request`` and its answer ``response``, as Scrapy has them."""
     from tarantula.core.warc import Exchange
 
@@ -235,7 +238,7 @@ def exchange_of(request: Request, response: Response, sent: datetime) -> Exchang
         date=sent,
         status=response.status,
         body=response.body,
-        response_headers=header_list(response.headers),
+        response_headers=header_list(response.headers, cookies=logged_in),
         protocol=response.protocol,
         method=request.method,
         request_headers=header_list(request.headers),
@@ -245,11 +248,18 @@ def exchange_of(request: Request, response: Response, sent: datetime) -> Exchang
     )
 
 
-def header_list(headers: Headers) -> list[tuple[str, str]]:
+def header_list(headers: Headers, *, cookies: bool = True) -> list[tuple[str, str]]:
     """Scrapy's headers as (name, value) pairs, one per value, in Latin-1 as HTTP carries them;
-    credentials and cookies ``[redacted]`` (SPEC 13: no WARC record carries them)."""
+    credentials ``[redacted]`` (SPEC 13: no WARC record carries them), and with ``cookies`` (a
+    logged-in crawl, whose cookies are its session) the values of the cookies servers set. A
+    crawl of the open web sends no credential and no cookie: its answers are kept as they came."""
     return [
-        (name, redact(name, value.decode("latin-1")))
+        (
+            name,
+            redact(name, value.decode("latin-1"))
+            if cookies or name.lower() != "set-cookie"
+            else value.decode("latin-1"),
+        )  # fmt: skip
         for raw, values in headers.items()
         for name in (raw.decode("latin-1"),)
         for value in values

@@ -381,7 +381,7 @@ def test_config_is_frozen() -> None:
             SEED + "<extras>",
             "c.conf:2:1: error: unknown section <extras>; known sections: <crawler-options>, "
             "<logging>, <recrawling-options>, <multithreading-options>, <output-options>, "
-            "<distributed-options>",
+            "<distributed-options>, <authentication-options>",
         ),
         (
             SEED + '<distributed-options>\nredis = "http://h:6379";',
@@ -803,6 +803,9 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "near-duplicate-distance": st.integers(0, 15).map(lambda n: (str(n), n)),
     "learn-traps": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "trap-threshold": st.integers(2, 10**6).map(lambda n: (str(n), n)),
+    # A file that must exist is checked apart (tests/integration/test_logged_in.py): none here.
+    "netrc": st.sampled_from([('""', None)]),
+    "cookies": st.sampled_from([('""', None)]),
     "resolve-only": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sort-query": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sitemaps": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
