@@ -253,17 +253,14 @@ def header_list(headers: Headers, *, cookies: bool = True) -> list[tuple[str, st
     credentials ``[redacted]`` (SPEC 13: no WARC record carries them), and with ``cookies`` (a
     logged-in crawl, whose cookies are its session) the values of the cookies servers set. A
     crawl of the open web sends no credential and no cookie: its answers are kept as they came."""
-    return [
-        (
-            name,
-            redact(name, value.decode("latin-1"))
-            if cookies or name.lower() != "set-cookie"
-            else value.decode("latin-1"),
-        )  # fmt: skip
-        for raw, values in headers.items()
-        for name in (raw.decode("latin-1"),)
-        for value in values
-    ]
+    pairs = []
+    for raw, values in headers.items():
+        name = raw.decode("latin-1")
+        kept = not cookies and name.lower() == "set-cookie"
+        for value in values:
+            text = value.decode("latin-1")
+            pairs.append((name, text if kept else redact(name, text)))
+    return pairs
 
 
 def _version(name: str) -> str:
