@@ -88,7 +88,7 @@ def configure(settings: Settings, config: CrawlConfig) -> None:
         else (dict(config.resolve), config.resolve_only)
     )
     settings.setdict(render_settings(config, mapping, only), priority="spider")
-    if config.netrc is not None or config.cookies is not None:
+    if config.logged_in:
         # A logged-in crawl's middlewares (SPEC 13), named only then: Scrapy's cookie middleware,
         # which the cookie jar builds on, imports tldextract, which a crawl of the open web
         # does without.

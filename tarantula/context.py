@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from tarantula.core.config import CrawlConfig
     from tarantula.core.documents import StoredDocument
+    from tarantula.login import Login
 
 
 @dataclass(eq=False)
@@ -44,6 +45,7 @@ class CrawlContext:
     politeness: Politeness
     worker: str = ""  # this process's name in a crawl shared by several
     leases: Leases = field(init=False)  # the one way a URL is leased and its lease ended
+    login: Login | None = None  # the form login (SPEC 13 login-url), set by the spider
 
     def __post_init__(self) -> None:
         self.leases = Leases(self.store)

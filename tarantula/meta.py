@@ -16,6 +16,7 @@ key                       meaning
                           politeness middleware takes it off when it reports the request over
 ``tarantula_downloaded``  render middleware: the downloaded answer a browser page is served
 ``tarantula_page``        render middleware: the browser page of a rendering, closed if it hangs
+``tarantula_login``       a request of the form login (SPEC 13): handed out first, never a document
 ========================= =========================================================================
 
 ``depth`` and ``verbatim_url`` are Scrapy's own keys: the request's distance from the seeds (set
@@ -50,6 +51,8 @@ DOWNLOADED = "tarantula_downloaded"
 PAGE = "tarantula_page"
 #: In a recrawl, the stored document a URL was an exact duplicate of (asked for with its validators).
 DUPLICATE_OF = "tarantula_duplicate_of"
+#: A request of the form login (SPEC 13): handed out before the frontier's, never a document.
+LOGIN = "tarantula_login"
 
 Callback = Callable[..., Any]
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler, Scheduler
@@ -40,7 +41,7 @@ from scrapy.utils.asyncio import call_later, create_looping_call
 from tarantula import meta
 from tarantula.compat import wake_engine
 from tarantula.context import CrawlContext, context_of
-from tarantula.core.frontier import dfs_key
+from tarantula.core.frontier import dfs_key, host_of
 from tarantula.core.requisites import entry_url, requisite_url
 from tarantula.core.state import UNREACHABLE
 from tarantula.core.urls import UrlRejected
@@ -76,6 +77,9 @@ class FrontierScheduler(BaseScheduler):
         # Requests with a callback of their own (spider contracts, tools) cannot be rebuilt from
         # an entry: they are handed out as they came, and do not survive a restart.
         self._foreign: dict[str, Request] = {}
+        # The form login's requests (SPEC 13): handed out before the frontier's, which wait
+        # while a login is under way (tarantula.login).
+        self._logins: deque[Request] = deque()
         self._active_until = 0.0  # see has_pending_requests
         self._retry_seeds = False  # see open
         self._requisites_only = False  # see last_requisites
@@ -134,6 +138,8 @@ class FrontierScheduler(BaseScheduler):
         return bool(asked) and not answered and self.context.documents.count() == 0
 
     def has_pending_requests(self) -> bool:
+        if self._logins:
+            return True
         # A shared frontier is active while another worker holds a lease: its links may queue
         # URLs yet, so this worker must not close as idle (SPEC 9). Scrapy's engine asks many
         # times a second, and asking Redis is a round trip: a "yes" stands for ACTIVE_FOR
@@ -154,6 +160,10 @@ class FrontierScheduler(BaseScheduler):
 
     def enqueue_request(self, request: Request) -> bool:
         request_meta = request.meta
+        if request_meta.get(meta.LOGIN):
+            self._logins.append(request)
+            self._wake_at(time.monotonic())
+            return True
         url = request_meta.get(meta.URL)
         redirected = request_meta.get("redirect_urls")
         if url is None or redirected:
@@ -197,6 +207,11 @@ class FrontierScheduler(BaseScheduler):
 
     def next_request(self) -> Request | None:
         now = time.monotonic()
+        if self._logins:
+            return self._login_request(now)
+        login = self.context.login
+        if login is not None and login.holds():
+            return None  # the login's answer brings what comes next
         entry = self.leases.take(now, self.politeness)
         while entry is not None and self._over_limit(entry.url):
             entry = self.leases.take(now, self.politeness)
@@ -212,6 +227,19 @@ class FrontierScheduler(BaseScheduler):
             spider = self.spider
             request = meta.entry_request(self.context, entry, spider.parse, spider.failed)  # type: ignore[union-attr]
         request.meta[meta.HOST] = entry.host
+        return request
+
+    def _login_request(self, now: float) -> Request | None:
+        """The form login's next request, when its host may be asked now (politeness holds for
+        it as for any: it is handed out as the frontier hands out a URL)."""
+        request = self._logins[0]
+        host = host_of(request.url)
+        if not self.politeness.ready(host, now):
+            self._wake_at(self.politeness.due(host))
+            return None
+        self._logins.popleft()
+        self.politeness.started(host, now)
+        request.meta[meta.HOST] = host
         return request
 
     def _over_limit(self, url: str) -> bool:

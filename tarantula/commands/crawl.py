@@ -165,7 +165,12 @@ class Command(ScrapyCrawlCommand):
         summary = crawler.get_extension(CrawlSummary)
         if summary is not None and summary.text and not _logged_to_screen(crawler.settings):
             print(summary.text)
-        if self.crawler_process.bootstrap_failed or (summary is not None and summary.errors):
+        why = crawler.stats.get_value("tarantula/login/failed") if crawler.stats else None
+        if why:  # SPEC 13: a login that fails stops the crawl, with one line saying so
+            self.exitcode = 1
+            tell(self, f"Exit status 1: the login failed ({why}); what the crawl stored is kept",
+                 logging.ERROR)  # fmt: skip
+        elif self.crawler_process.bootstrap_failed or (summary is not None and summary.errors):
             self.exitcode = 1
             # The last line, in the log too (a scrapyd job's log: scrapyd's job list keeps no exit
             # status, and only scrapyd's own log says "Process died: exitstatus=1").

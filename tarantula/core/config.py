@@ -127,7 +127,23 @@ class CrawlConfig:
     # SPEC 13: HTTP credentials per host (a netrc file), cookies to start from (a Netscape file)
     netrc: Path | None = None
     cookies: Path | None = None
+    # SPEC 13: a form login before the crawl and whenever the session is lost: the form at
+    # login_url, filled with login_fields (a "$NAME" value from the environment), and the text a
+    # page shows only when logged in ("": the form's return alone tells)
+    login_url: str = ""
+    login_fields: tuple[tuple[str, str], ...] = ()
+    logged_in_text: str = ""
     warnings: tuple[str, ...] = ()
+
+    @property
+    def logged_in(self) -> bool:
+        """Whether the crawl logs in (SPEC 13): credentials, cookies or a form login."""
+        return self.netrc is not None or self.cookies is not None or bool(self.login_url)
+
+    def login_values(self) -> dict[str, str]:
+        """The login form's fields, ``$NAME`` values read from the environment now."""
+        return {name: os.environ.get(value[1:], "") if value.startswith("$") else value
+                for name, value in self.login_fields}  # fmt: skip
 
     def __post_init__(self) -> None:
         # Relative paths in the file mean "next to the file", not "in the current directory".
@@ -224,6 +240,19 @@ def parse_config(text: str, path: str | Path, *, display_name: str | None = None
             problem := problem_of(here / Path(str(value)).expanduser())
         ):
             reader.error(reader.first_seen[name], problem)
+    fields = reader.values.get("login_fields") or ()
+    if fields and not reader.values.get("login_url"):
+        reader.error(
+            reader.first_seen["login-fields"], "login-fields fill the form at login-url: set it"
+        )
+    if reader.values.get("login_url") and "login-fields" not in reader.first_seen:
+        reader.error(reader.first_seen["login-url"], "a form login needs login-fields")
+    for _, value in fields:  # type: ignore[attr-defined]
+        if value.startswith("$") and value[1:] not in os.environ:
+            reader.error(
+                reader.first_seen["login-fields"],
+                f"login-fields: the environment variable {value[1:]} is not set",
+            )
     if reader.values.get("wacz") and not reader.values.get("warc"):
         reader.error(
             reader.first_seen["wacz"], "wacz = yes packs the WARC files: it needs warc = yes"

@@ -100,6 +100,35 @@ def _optional_path(key: str, text: str) -> Path | None:
     return _path(key, text) if text.strip() else None
 
 
+#: Form fields that hold a password: their value must come from the environment (SPEC 13).
+_SECRET_FIELD = re.compile(r"pass|pwd|secret|pin\b|token", re.IGNORECASE)
+
+
+def _login_field(key: str, text: str) -> tuple[str, str]:
+    """``name=value``; a value ``$NAME`` is read from the environment when the crawl starts. A
+    password written in the file is refused."""
+    name, sep, value = (part.strip() for part in text.partition("="))
+    if not sep or not name:
+        raise Invalid(f"'{text}' in '{key}' is not NAME=VALUE (a form field and its value)")
+    if _SECRET_FIELD.search(name) and not value.startswith("$"):
+        raise Invalid(
+            f"the field '{name}' in '{key}' holds a password written in the file: give it as "
+            f"$NAME, an environment variable the crawl reads (or use the netrc)"
+        )
+    if value.startswith("$") and not re.fullmatch(r"\$[A-Za-z_][A-Za-z0-9_]*", value):
+        raise Invalid(f"'{value}' in '{key}' is not $NAME, an environment variable's name")
+    return name, value
+
+
+def _optional_url(key: str, text: str) -> str:
+    """An absolute http(s) URL, or none for an empty value."""
+    return _url(key, text) if text.strip() else ""
+
+
+def _optional_text(key: str, text: str) -> str:
+    return _text(key, text) if text.strip() else ""
+
+
 def _log_file(key: str, text: str) -> Path | None:
     return None if text.strip().lower() == "screen" else _path(key, text)
 
@@ -229,5 +258,8 @@ KEYS = {
         Key("lease-timeout", _D, _number(1)),
         Key("netrc", _A, _optional_path),
         Key("cookies", _A, _optional_path),
+        Key("login-url", _A, _optional_url),
+        Key("login-fields", _A, _login_field, many=True),
+        Key("logged-in-text", _A, _optional_text),
     )
 }

@@ -158,6 +158,7 @@ class RequestRecord:
     scheme: str = "http"
     status: int = 0
     client: str = ""  # the address the request came from
+    body: bytes = b""  # the request's body, as sent
 
 
 Handler = Resource | Callable[[RequestRecord], Resource]
@@ -517,12 +518,11 @@ class _RequestHandler(http.server.BaseHTTPRequestHandler):
         else:
             host = _split_host(self.headers.get("Host", ""))
         length = int(self.headers.get("Content-Length") or 0)
-        if length > 0:
-            self.rfile.read(length)  # keep the connection in step; request bodies are not kept
+        body = self.rfile.read(length) if length > 0 else b""  # (a form's fields, say)
         site = self.server.site
         record = RequestRecord(
             start, start, host, self.command, target, dict(self.headers.items()), site.scheme,
-            client=self.client_address[0],
+            client=self.client_address[0], body=body,
         )  # fmt: skip
         index = site._arrived(record)
         resource = site._resolve(record)

@@ -50,7 +50,7 @@ class CookieFileMiddleware(CookiesMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         config = context_of(crawler).config
-        if config.netrc is None and config.cookies is None:
+        if not config.logged_in:
             raise NotConfigured
         offline_public_suffixes()
         middleware = cls(crawler.settings.getbool("COOKIES_DEBUG"))

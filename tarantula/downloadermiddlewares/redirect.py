@@ -81,6 +81,9 @@ class RedirectMiddleware(ScrapyRedirectMiddleware):
             and not request.meta.get("dont_obey_robotstxt")  # robots.txt may redirect anywhere
         ):
             target = location.decode("latin-1")
+            login = self.context.login
+            if login is not None and (again := login.redirected(request, target)) is not None:
+                return again  # a lost session (SPEC 13): log in again, then ask again
             requisite = requisite_url(request.meta.get(URL) or "") is not None
             if not requisite:
                 self._forget_stored(request, target)

@@ -189,8 +189,7 @@ class WarcMiddleware:
             return response  # not from the network
         if self.files is not None:
             config = self.context.config
-            logged_in = config.netrc is not None or config.cookies is not None
-            self._record(exchange_of(request, response, sent, logged_in=logged_in))
+            self._record(exchange_of(request, response, sent, logged_in=config.logged_in))
         else:
             self.stats.inc_value("tarantula/warc/not-written")
         return response

@@ -13,7 +13,7 @@ Stats: ``tarantula/filtered/<rule>``, ``tarantula/failures/<kind>``, ``tarantula
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
@@ -33,6 +33,7 @@ from tarantula.core.requisites import MARK as REQUISITE
 from tarantula.core.simhash import fingerprint
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
+from tarantula.login import Login
 from tarantula.outcomes import RobotsUnavailable, count_failure, count_filtered, cut_at_max_size
 from tarantula.reading import document_item, read_content, read_response
 from tarantula.traps import LearnedTraps
@@ -60,6 +61,8 @@ class TarantulaSpider(Spider):
         context = build_context(crawler, config, worker=kwargs.get("worker"))
         spider = super().from_crawler(crawler, *args, context=context, **kwargs)
         assert isinstance(spider, cls)
+        if config.login_url:
+            context.login = Login(context, crawler)
         if config.learn_traps:
             within = 2 * config.near_duplicate_distance + 1
             spider.traps = LearnedTraps(context.store.traps, config.trap_threshold, within, crawler,
@@ -69,15 +72,24 @@ class TarantulaSpider(Spider):
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
-        """The seeds (in a resume they are known already, and the scheduler drops them)."""
+        """The seeds (in a resume they are known already, and the scheduler drops them); with a
+        form login, the login first, whose answer brings them (SPEC 13)."""
+        seeds = []
         for number, seed in enumerate(self.context.config.starting_points):
             verdict = self.context.rules.check(seed)
             if verdict.url is None or not verdict.passed:
                 logger.warning("Seed %s is not crawled: rule %s", seed, verdict.rule)
                 continue
-            yield meta.new_request(
+            seeds.append(meta.new_request(
                 self.context, verdict.url, seed, 0, (number,), self.parse, self.failed
-            )
+            ))  # fmt: skip
+        login = self.context.login
+        if login is not None:
+            if (first := login.start(seeds)) is not None:
+                yield first
+            return
+        for request in seeds:
+            yield request
 
     def failed(self, failure: Failure) -> None:
         """Count and log a request that brought no document: an HTTP error or a network fault."""
@@ -122,6 +134,10 @@ class TarantulaSpider(Spider):
             return
         if "redirect_urls" in response.meta:
             url = context.rules.normalize(response.url)
+        if context.login is not None and context.login.lost(response):
+            for request in self._log_in_again(response, url):
+                yield request
+            return
         if response.status == 304:
             if (original := response.meta.get(meta.DUPLICATE_OF)) is not None:
                 self._duplicate(url, original)  # unchanged: still its original's copy
@@ -176,6 +192,25 @@ class TarantulaSpider(Spider):
             for request in requisites.page_requests(self, response, url, page):
                 yield request
         yield document_item(response, reading, links)
+
+    def _log_in_again(self, response: Response, url: str) -> Iterator[Request]:
+        """SPEC 13: a page that shows the session lost is not stored; the crawl logs in again
+        and asks for it again, once (a page lost twice stops the crawl)."""
+        login = self.context.login
+        assert login is not None
+        asked = response.meta.get(meta.URL) or url
+        redirected = response.meta.get("redirect_urls")
+        if redirected:  # the login page a redirect led to: done with, never stored
+            self.context.leases.end(url, "login")
+            asked = self.context.rules.normalize(redirected[0])
+        self.crawler.stats.inc_value("tarantula/login/lost")
+        request = meta.new_request(
+            self.context, asked, response.meta.get(meta.ORIGIN) or asked,
+            response.meta.get("depth", 0), response.meta.get(meta.PATH, ()), self.parse,
+            self.failed, response.meta.get(meta.REFERRER),
+        )  # fmt: skip
+        if (first := login.relog(asked, request.replace(dont_filter=True))) is not None:
+            yield first
 
     def _duplicate(self, url: str, original: str) -> None:
         """SPEC 6: an exact duplicate of a stored document is not stored, indexed or parsed; in a

@@ -805,6 +805,9 @@ SCALARS: dict[str, st.SearchStrategy[tuple[str, object]]] = {
     "trap-threshold": st.integers(2, 10**6).map(lambda n: (str(n), n)),
     # A file that must exist is checked apart (tests/integration/test_logged_in.py): none here.
     "netrc": st.sampled_from([('""', None)]),
+    # A form login needs its fields and their environment: tests/integration/test_logged_in.py.
+    "login-url": st.sampled_from([('""', "")]),
+    "logged-in-text": st.sampled_from([('""', ""), ('"Sign out"', "Sign out")]),
     "cookies": st.sampled_from([('""', None)]),
     "resolve-only": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
     "sort-query": st.sampled_from(sorted(BOOLEAN_WORDS.items())),
@@ -850,6 +853,7 @@ LISTS: dict[str, st.SearchStrategy[list[str]]] = {
     "accept-list": st.lists(st.sampled_from(REGEXES), max_size=4),
     "reject-list": st.lists(st.sampled_from(REGEXES), max_size=4),
     "render-list": st.lists(st.sampled_from(REGEXES), max_size=2),
+    "login-fields": st.just([]),
     "resolve": st.lists(
         st.tuples(
             st.from_regex(r"(\*\.)?[a-z]{1,8}\.test", fullmatch=True), st.sampled_from(ADDRESSES)

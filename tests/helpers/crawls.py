@@ -68,6 +68,9 @@ def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
         "lease_timeout": "distributed-options",
         "netrc": "authentication-options",
         "cookies": "authentication-options",
+        "login_url": "authentication-options",
+        "login_fields": "authentication-options",
+        "logged_in_text": "authentication-options",
     }
     for key, value in values.items():
         if key not in sections:

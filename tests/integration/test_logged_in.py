@@ -148,3 +148,93 @@ def test_a_netrc_others_can_read_or_a_missing_cookie_file_is_refused(web, tmp_pa
     assert "cannot read the cookie file" in errors[1]
     assert "Traceback" not in crawl.process.stderr
     assert not web.requests  # nothing fetched
+
+
+FORM_PASSWORD = "form-pw-5519"
+SESSION_REQUESTS = 4  # a session lasts this many pages
+
+
+def serve_forum(web: SiteServer) -> tuple[str, dict[str, int]]:
+    """``forum.test``: a login form with a CSRF token; a session cookie that lasts
+    :data:`SESSION_REQUESTS` pages, after which a page redirects to the form; eight pages that
+    need it, each with a "Sign out" link. Returns the home URL and the login counts."""
+    sessions: dict[str, int] = {}
+    tokens: set[str] = set()
+    counts = {"logins": 0, "forms": 0}
+
+    def answer(request: RequestRecord) -> Resource:
+        target = request.target
+        if target == "/login" and request.method == "GET":
+            counts["forms"] += 1
+            token = f"csrf{len(tokens)}x"
+            tokens.add(token)
+            form = ('<form method="post" action="/login">'
+                    f'<input type="hidden" name="csrf" value="{token}">'
+                    '<input name="user"><input type="password" name="password"></form>')  # fmt: skip
+            return _page("Log in", form)
+        if target == "/login":  # the form sent
+            fields = dict(pair.split("=", 1) for pair in request.body.decode().split("&"))
+            if fields.get("csrf") not in tokens or fields.get("password") != FORM_PASSWORD:
+                return _page(
+                    "Log in", '<p>wrong</p><form><input type="password" name="password"></form>'
+                )
+            counts["logins"] += 1
+            sid = f"sid{counts['logins']}q"
+            sessions[sid] = SESSION_REQUESTS
+            return Resource(b"", 302, {"Location": "/", "Set-Cookie": f"sid={sid}; Path=/"})
+        sid = request.headers.get("Cookie", "").partition("sid=")[2].partition(";")[0]
+        if sessions.get(sid, 0) <= 0:
+            return Resource(b"", 302, {"Location": "/login"})
+        sessions[sid] -= 1
+        if target == "/logout":
+            sessions.pop(sid)
+            return _page("Logged out")
+        links = " ".join(f'<a href="/p{n}.html">p{n}</a>' for n in range(1, 9))
+        return _page(f"Forum {target}", f'<p>Hello ada</p>{links} <a href="/logout">Sign out</a>')
+
+    web.add("forum.test", "*", answer)
+    return web.url("forum.test", "/"), counts
+
+
+def test_a_form_login_lasts_the_crawl_and_comes_back_when_the_session_expires(
+    web, tmp_path, monkeypatch
+):
+    home, counts = serve_forum(web)
+    monkeypatch.setenv("FORUM_PASSWORD", FORM_PASSWORD)
+    conf = write_conf(tmp_path, [home], warc=True, login_url=web.url("forum.test", "/login"),
+                      login_fields=["user=ada", "password=$FORUM_PASSWORD"],
+                      logged_in_text="Hello ada")  # fmt: skip
+    crawl = run_crawl(conf)
+    assert crawl.status == 0, crawl.process.stdout
+    pages = {record.url.rsplit("/", 1)[1]: record.title for record in crawl.records}
+    assert pages == {"": "Forum /", **{f"p{n}.html": f"Forum /p{n}.html" for n in range(1, 9)}}
+    assert counts["logins"] >= 2  # the session expired mid-crawl: logged in again
+    targets = [r.target for r in web.requests]
+    assert "/logout" not in targets  # never logged out
+    for path in crawl.repository.rglob("*"):
+        if path.is_file():
+            assert FORM_PASSWORD.encode() not in path.read_bytes(), path
+    assert crawl.stats["tarantula/login/done"] == counts["logins"]
+
+
+def test_a_login_that_fails_stops_the_crawl_with_one_line(web, tmp_path, monkeypatch):
+    home, counts = serve_forum(web)
+    monkeypatch.setenv("FORUM_PASSWORD", "not-it")
+    conf = write_conf(tmp_path, [home], login_url=web.url("forum.test", "/login"),
+                      login_fields=["user=ada", "password=$FORUM_PASSWORD"])  # fmt: skip
+    crawl = run_crawl(conf)
+    assert crawl.status == 1
+    assert "Exit status 1: the login failed" in crawl.process.stdout + crawl.process.stderr
+    assert crawl.records == []  # no login page stored
+    assert counts["logins"] == 0
+
+
+def test_a_password_written_in_the_configuration_is_refused(web, tmp_path):
+    home, _ = serve_forum(web)
+    conf = write_conf(tmp_path, [home], login_url=web.url("forum.test", "/login"),
+                      login_fields=["user=ada", "password=hunter2"])  # fmt: skip
+    crawl = run_crawl(conf)
+    assert crawl.status == 2
+    (error,) = [line for line in crawl.process.stderr.splitlines() if ": error: " in line]
+    assert error.startswith(f"{conf}:") and "holds a password written in the file" in error
+    assert not web.requests
