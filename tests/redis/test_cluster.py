@@ -265,9 +265,15 @@ def test_max_page_number_is_exact_across_the_clusters_nodes(
     web, tmp_path, redis_cluster: RedisCluster
 ):
     """Two workers with max-page-number 40 on the nine hosts: 40 documents, across shards."""
-    seeds = spread_web(web, delay=0.02)
+    seeds = [web.url(host, "/") for host in HOSTS]  # spread_web's roots
     conf = write_conf(tmp_path, seeds, threads=4, host_concurrency=2, max_page_number=40,
                       log_level=1, redis=redis_cluster.nodes[0].url)  # fmt: skip
+    crawl = crawl_id(load_config(conf))
+    workers = Workers(connect(redis_cluster.nodes[0].url, retry_forever=False, crawl=crawl),
+                      key_prefix(crawl), "")  # fmt: skip
+    # Both workers take part (on a loaded machine the second could start once the first had
+    # completed the crawl, and find nothing to do but a recrawl).
+    assert spread_web(web, delay=0.02, ready=lambda: {"w1", "w2"} <= set(workers.live())) == seeds
     finish(start_worker(conf, "w1"), start_worker(conf, "w2"))
     index = (tmp_path / "repo" / "index.txt").read_text(encoding="utf-8")
     assert len(list(parse_index(index))) == 40
