@@ -42,15 +42,21 @@ def as_unsigned(value: int) -> int:
     return value + (1 << 64) if value < 0 else value
 
 
-class Fingerprints:
-    """The fingerprints in ``db``; ``transaction`` makes a check and a claim one step (the shared
-    database's write lock; one process needs none)."""
+class Tables:
+    """Tables of one crawl in ``db``, one process's or the processes' shared database;
+    ``transaction`` makes a few statements one step (the shared database's write lock: another
+    process may ask at once; one process needs none)."""
 
     def __init__(self, db: Statements,
                  transaction: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext) -> None:  # fmt: skip
         self.db = db
         self.transaction = transaction
-        self._distance: int | None = None  # the distance the blocks are cut for, once checked
+
+
+class Fingerprints(Tables):
+    """The fingerprints in a crawl's database: a check and a claim are one step."""
+
+    _distance: int | None = None  # the distance the blocks are cut for, once checked
 
     def _blocks_for(self, distance: int) -> None:
         """Cut the kept fingerprints' blocks for ``distance`` if they were cut for another (a

@@ -8,17 +8,14 @@ new text), ``trap_rules`` the patterns learned, with the pages that taught them.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tarantula.core.simhash import distance as bits_apart
-from tarantula.store.sqlite.near import as_signed, as_unsigned
+from tarantula.store.sqlite.near import Tables, as_signed, as_unsigned
 
 if TYPE_CHECKING:
-    from tarantula.store.sqlite.database import Statements
+    pass
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trap_streaks (pattern TEXT PRIMARY KEY, count INTEGER NOT NULL,
@@ -28,14 +25,9 @@ CREATE TABLE IF NOT EXISTS trap_rules (pattern TEXT PRIMARY KEY, learned REAL NO
 """
 
 
-class TrapTables:
-    """The :class:`~tarantula.store.contract.TrapStore` in ``db``; ``transaction`` makes one
-    page's outcome one step (the shared database's write lock; one process needs none)."""
-
-    def __init__(self, db: Statements,
-                 transaction: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext) -> None:  # fmt: skip
-        self.db = db
-        self.transaction = transaction
+class TrapTables(Tables):
+    """The :class:`~tarantula.store.contract.TrapStore` in a crawl's database: one page's
+    outcome is one step."""
 
     def outcome(self, patterns: list[str], url: str, duplicate: bool, threshold: int,
                 fingerprint: int | None = None, within: int = 0) -> list[str]:  # fmt: skip
