@@ -245,10 +245,15 @@ class TarantulaSpider(Spider):
 
     async def _unchanged(self, response: Response, url: str) -> AsyncIterator[Any]:
         """A 304 in a recrawl: keep the stored copy, and follow its links again from it."""
-        doc = self.context.documents.document(url)
+        documents = self.context.documents
+        doc = documents.document(url)
         if doc is None:  # the state lost it meanwhile: nothing to keep, nothing to follow
             self.context.leases.end(url, "unchanged")
             return
+        if self.context.config.near_duplicates != "off" and (
+            near := documents.near_duplicate_of(url)
+        ):
+            documents.add_near_duplicate(url, *near)  # still one: listed in this generation
         record = next(parse_index(doc.record))
         if record.type == "html":
             body = (self.context.repository.root / doc.path).read_bytes()

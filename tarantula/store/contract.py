@@ -168,8 +168,9 @@ class DocumentStore(Protocol):
         apart (listed in near-duplicates.tsv)."""
 
     def near_duplicate_of(self, url: str) -> tuple[str, int] | None:
-        """The original ``url`` was found a near-duplicate of in this generation, and how many
-        bits apart; None when it was not."""
+        """The original ``url`` was last found a near-duplicate of, in this generation or an
+        earlier one, and how many bits apart; None when it never was (a recrawl lists a page
+        found unchanged again with it)."""
 
     def near_duplicates(self) -> Iterator[tuple[str, str, int]]:
         """This generation's near-duplicates: (URL, original, bits apart), in the order found."""

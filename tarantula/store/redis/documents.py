@@ -319,7 +319,7 @@ class RedisDocumentStore(OutputFiles):
     def near_duplicate_of(self, url: str) -> tuple[str, int] | None:
         raw = cast("bytes | None", self.client.hget(self.prefix + "dups", url))
         data = None if raw is None else _decode(raw)
-        if data is None or data.get("distance") is None or data["generation"] != self.generation:
+        if data is None or data.get("distance") is None:
             return None
         return str(data["original"]), int(data["distance"])
 

@@ -126,8 +126,7 @@ class SqliteDocuments(OutputFiles):
 
     def near_duplicate_of(self, url: str) -> tuple[str, int] | None:
         row = self.db.execute(
-            "SELECT original, distance FROM near_duplicates WHERE url = ? AND generation = ?",
-            (url, self.generation),
+            "SELECT original, distance FROM near_duplicates WHERE url = ?", (url,)
         ).fetchone()
         return None if row is None else (str(row[0]), int(row[1]))
 
