@@ -19,7 +19,8 @@ from __future__ import annotations
 import netrc
 import stat
 import tempfile
-from http.cookiejar import LoadError, MozillaCookieJar
+import zlib
+from http.cookiejar import Cookie, LoadError, MozillaCookieJar
 from pathlib import Path
 
 #: Request and response headers whose values are credentials.
@@ -74,6 +75,31 @@ def cookies_problem(path: Path) -> str | None:
     except OSError as exc:
         return f"cannot read the cookie file {path}: {exc.strerror}"
     return None
+
+
+def cookie_line(cookie: Cookie) -> tuple[str, bytes]:
+    r"""A cookie as a crawl keeps it: its key (domain, path and name) and its Netscape line,
+    compressed (so that a search of the state for a session's value finds nothing).
+
+    >>> key, kept = cookie_line(line_cookie(zlib.compress(b"h.test\tFALSE\t/\tTRUE\t0\tsid\tabc")))
+    >>> key, zlib.decompress(kept)
+    ('h.test\t/\tsid', b'h.test\tFALSE\t/\tTRUE\t0\tsid\tabc')
+    """
+    dotted = "TRUE" if cookie.domain.startswith(".") else "FALSE"
+    line = "\t".join((cookie.domain, dotted, cookie.path, "TRUE" if cookie.secure else "FALSE",
+                      str(cookie.expires or 0), cookie.name, cookie.value or ""))  # fmt: skip
+    return f"{cookie.domain}\t{cookie.path}\t{cookie.name}", zlib.compress(line.encode("utf-8"))
+
+
+def line_cookie(kept: bytes) -> Cookie:
+    """The cookie of a line :func:`cookie_line` made (an expiry of 0: a session cookie)."""
+    domain, _, path, secure, expires, name, value = (
+        zlib.decompress(kept).decode("utf-8").split("\t", 6)
+    )
+    dotted = domain.startswith(".")
+    until = int(expires) or None
+    return Cookie(0, name, value, None, False, domain, dotted, dotted, path, True,
+                  secure == "TRUE", until, until is None, None, None, {})  # fmt: skip
 
 
 def read_cookies(path: Path) -> MozillaCookieJar:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from tarantula.store.contract import (
     Backend,
     BrowseCopy,
+    CookieStore,
     CrawlStore,
     DocumentStore,
     Frontier,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "BrowseCopy",
+    "CookieStore",
     "CrawlStore",
     "DocumentStore",
     "Frontier",

@@ -252,6 +252,17 @@ class TrapStore(Protocol):
         """Every rule learned, oldest first, with the pages that taught it."""
 
 
+class CookieStore(Protocol):
+    """The cookies of a logged-in crawl (SPEC 13): one jar for its workers and runs."""
+
+    def put(self, cookies: dict[str, bytes]) -> None:
+        """Keep ``cookies`` (key -> the cookie's line, :func:`tarantula.core.credentials.
+        cookie_line`), replacing those of the same keys; an empty line removes its cookie."""
+
+    def all(self) -> dict[str, bytes]:
+        """Every cookie kept, by key."""
+
+
 class CrawlStore(Protocol):
     """Everything one crawl keeps (see the module's docstring), as one process sees it."""
 
@@ -269,6 +280,9 @@ class CrawlStore(Protocol):
 
     @property
     def traps(self) -> TrapStore: ...
+
+    @property
+    def cookies(self) -> CookieStore: ...
 
     @property
     def robots(self) -> SharedRobots | None:

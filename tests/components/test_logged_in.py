@@ -4,7 +4,6 @@ for a resume, credentials answered per origin and folder and dropped elsewhere."
 from __future__ import annotations
 
 import os
-import stat
 
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
@@ -18,17 +17,18 @@ def test_cookies_servers_set_are_kept_for_a_resume_and_no_one_else_gets_them(cra
     cookie_file = tmp_path / "cookies.txt"
     cookie_file.write_text("# HTTP cookie file.\nprivate.test\tFALSE\t/\tFALSE\t0\tsession\tS1\n")
     config = crawl_config(tmp_path, cookies=cookie_file)
-    first = CookieFileMiddleware.from_crawler(crawls(config).crawler)
+    crawl = crawls(config)
+    first = CookieFileMiddleware.from_crawler(crawl.crawler)
     request = Request("http://private.test/a")
     first.process_request(request)
     assert request.headers[b"Cookie"] == b"session=S1"  # wget's cookie file, read
     answer = Response("http://private.test/a", headers={"Set-Cookie": "tracker=T2; Path=/"})
     first.process_response(request, answer)
-    first.save()
-    kept = config.repository / ".tarantula" / "cookies"
-    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
-    assert b"T2" not in kept.read_bytes() and b"S1" not in kept.read_bytes()  # not in plain text
-    again = CookieFileMiddleware.from_crawler(crawls(config).crawler)  # a resume
+    crawl.context.store.commit()
+    state = (config.repository / ".tarantula" / "state.db").read_bytes()
+    assert b"T2" not in state and b"S1" not in state  # kept, not in plain text
+    cookie_file.write_text("# Netscape HTTP Cookie File\n")  # a resume needs the file no more
+    again = CookieFileMiddleware.from_crawler(crawls(config).crawler)
     request = Request("http://private.test/b")
     again.process_request(request)
     assert sorted(request.headers[b"Cookie"].split(b"; ")) == [b"session=S1", b"tracker=T2"]

@@ -33,6 +33,7 @@ from tarantula.core.urls import url_md5
 from tarantula.store import (
     Backend,
     BrowseCopy,
+    CookieStore,
     CrawlStore,
     DocumentStore,
     Frontier,
@@ -301,6 +302,22 @@ def test_traps_are_learned_from_duplicates_in_a_row_once_for_every_worker(stores
             listed if page == 2 else []
         )
     assert list(first.traps.rules()) == [calendar[0], listed[0]]  # oldest first
+
+
+def test_cookies_are_one_jar_for_every_worker_and_run(stores: Stores):
+    """SPEC 13: the cookies one worker kept are every worker's (and a resume's); an empty line
+    removes a cookie."""
+    first = stores.open(worker="w1")
+    first.begin()
+    first.cookies.put({"h.test\t/\tsid": b"one", "h.test\t/\tgone": b"x"})
+    first.cookies.put({"h.test\t/\tgone": b""})
+    first.commit()
+    if not stores.redis_url:
+        first.close()
+        stores.opened.remove(first)
+    second = stores.open(worker="w2")
+    second.begin()
+    assert second.cookies.all() == {"h.test\t/\tsid": b"one"}
 
 
 def test_page_claims_hold_max_page_number(stores: Stores):
@@ -758,7 +775,7 @@ def test_every_member_of_the_contract_is_tested():
     text = Path(__file__).read_text(encoding="utf-8")
     untested = []
     for protocol in (Frontier, DocumentStore, RunLog, RequisiteStore, CrawlStore, Backend,
-                     BrowseCopy, SharedRobots, TrapStore):  # fmt: skip
+                     BrowseCopy, SharedRobots, TrapStore, CookieStore):  # fmt: skip
         members = {name for name in vars(protocol) if not name.startswith("_")}
         members |= set(getattr(protocol, "__annotations__", {}))
         untested += [f"{protocol.__name__}.{name}" for name in sorted(members)

@@ -19,6 +19,7 @@ from tarantula.core.layout import folder_id_of
 from tarantula.core.state import Run
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import CommitHooks, close_outputs, ready_outputs
+from tarantula.store.redis.cookies import RedisCookies
 from tarantula.store.redis.documents import RedisDocumentStore, register_writer
 from tarantula.store.redis.frontier import Batch
 from tarantula.store.redis.requisites import RedisRequisites
@@ -73,6 +74,7 @@ class RedisState:
         )  # fmt: skip
         self.requisites = RedisRequisites(client, prefix, folder_id)
         self.traps = RedisTraps(client, prefix)
+        self.cookies = RedisCookies(client, prefix)
         self.records = records
         self.met = MetLog()
         if records is not None:

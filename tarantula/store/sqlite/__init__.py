@@ -20,6 +20,7 @@ from tarantula.store.contract import Frontier
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite import runs
+from tarantula.store.sqlite.cookies import CookieTable
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
@@ -82,6 +83,7 @@ class SqliteStore(OwnDatabase):
         self.documents = SqliteDocuments(self.db)
         self.requisites = SqliteRequisites(self.db)
         self.traps = TrapTables(self.db)
+        self.cookies = CookieTable(self.db)
         self.met = MetLog()
         self.db.on_commit(before=lambda: self.met.flush(self.db.sql.executemany))
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from tarantula.store.folder.database import Database
 from tarantula.store.folder.met import SCHEMA as MET_SCHEMA
+from tarantula.store.sqlite.cookies import SCHEMA as COOKIES_SCHEMA
 from tarantula.store.sqlite.near import SCHEMA as NEAR_SCHEMA
 from tarantula.store.sqlite.traps import SCHEMA as TRAPS_SCHEMA
 
@@ -52,6 +53,7 @@ CREATE INDEX IF NOT EXISTS requisites_path ON requisites (path) WHERE path IS NO
     + MET_SCHEMA
     + NEAR_SCHEMA
     + TRAPS_SCHEMA
+    + COOKIES_SCHEMA
 )
 
 #: Columns added since the first release, as (table, column, type): a state made by an earlier

@@ -39,6 +39,7 @@ from tarantula.core.state import COMPLETE, Run
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite import OwnDatabase
+from tarantula.store.sqlite.cookies import CookieTable
 from tarantula.store.sqlite.database import StateDB
 from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
@@ -484,6 +485,7 @@ class ShardStore(OwnDatabase):
         self.requisites = ShardRequisites(self.shared)
         self.robots = ShardRobots(self.shared, shard)
         self.traps = TrapTables(self.shared, self.shared.write)
+        self.cookies = CookieTable(self.shared, self.shared.write)
         self.met = MetLog()
         self.db.on_commit(before=lambda: self.met.flush(self.db.sql.executemany))
         self.helpers = helpers

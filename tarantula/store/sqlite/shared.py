@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from tarantula.core.layout import STATE_FOLDER
+from tarantula.store.sqlite.cookies import SCHEMA as COOKIES_SCHEMA
 from tarantula.store.sqlite.near import SCHEMA as NEAR_SCHEMA
 from tarantula.store.sqlite.traps import SCHEMA as TRAPS_SCHEMA
 
@@ -65,6 +66,7 @@ CREATE TABLE IF NOT EXISTS robots (
 """
     + NEAR_SCHEMA
     + TRAPS_SCHEMA
+    + COOKIES_SCHEMA
 )
 
 #: The processes' own tables a reader of the whole crawl sees as one.
