@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import signal
 import urllib.request
 from pathlib import Path
 
 from tarantula.demo.server import HTML, RequestRecord, Resource, SiteServer
-from tests.helpers.crawls import run_crawl, write_conf
+from tests.helpers.crawls import run_crawl, start_crawl, wait_for, write_conf
 
 USER, PASSWORD = "ada", "s3cret-pw-9271"
 SESSION = "SESSIONVALUE4411"
@@ -238,3 +240,24 @@ def test_a_password_written_in_the_configuration_is_refused(web, tmp_path):
     (error,) = [line for line in crawl.process.stderr.splitlines() if ": error: " in line]
     assert error.startswith(f"{conf}:") and "holds a password written in the file" in error
     assert not web.requests
+
+
+def test_a_logged_in_crawl_killed_and_resumed_logs_in_again_and_loses_nothing(
+    web, tmp_path, monkeypatch
+):
+    home, counts = serve_forum(web)
+    monkeypatch.setenv("FORUM_PASSWORD", FORM_PASSWORD)
+    conf = write_conf(tmp_path, [home], delay=0.1, login_url=web.url("forum.test", "/login"),
+                      login_fields=["user=ada", "password=$FORUM_PASSWORD"],
+                      logged_in_text="Hello ada")  # fmt: skip
+    crawling = start_crawl(conf)
+    wait_for(lambda: sum(r.target.startswith("/p") for r in web.requests) >= 3, timeout=120)
+    os.kill(crawling.pid, signal.SIGKILL)
+    crawling.wait()
+    logins = counts["logins"]
+    crawl = run_crawl(conf)  # the resume: logs in before anything else
+    assert crawl.status == 0, crawl.process.stdout
+    assert counts["logins"] > logins
+    titles = sorted(record.title for record in crawl.records)
+    assert titles == sorted(["Forum /", *(f"Forum /p{n}.html" for n in range(1, 9))])
+    assert "/logout" not in [r.target for r in web.requests]
