@@ -33,7 +33,6 @@ resolves.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import posixpath
 import re
@@ -43,7 +42,7 @@ from urllib.parse import quote, unquote_to_bytes
 
 from tarantula.core.css import apply_edits, map_css
 from tarantula.core.reader import HtmlReading, Ref, read_html
-from tarantula.core.urls import LinkResolver, UrlRejected, join_url
+from tarantula.core.urls import LinkResolver, UrlRejected, page_base
 
 logger = logging.getLogger(__name__)
 
@@ -394,10 +393,7 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     >>> convert("../b#x"), convert("c.html"), convert("#top"), convert("mailto:me@ex.com")
     ('../b.html#x', 'http://ex.com/a/c.html', None, None)
     """
-    resolved = page_url
-    if base:
-        with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
-            resolved = join_url(page_url, base)
+    resolved = page_base(page_url, base)  # a broken or non-http(s) <base href> is ignored
     join = LinkResolver(resolved).join
     same_base = resolved.partition("#")[0] == page_url
     cache: dict[str, tuple[str | None, str | None]] = {}

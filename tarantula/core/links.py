@@ -20,7 +20,6 @@ it is given.
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from urllib.parse import unquote
 
 from tarantula.core.rules import RULE_HELP, UrlRules, Verdict
 from tarantula.core.scope import origin
-from tarantula.core.urls import LinkResolver, UrlRejected, file_name, join_url, query_in_encoding
+from tarantula.core.urls import LinkResolver, UrlRejected, file_name, page_base, query_in_encoding
 
 #: Log out, sign out, log off, end session: any case, any separator, not inside a longer word
 #: (``/catalog/outdoor``, ``blog-offers`` are not).
@@ -92,10 +91,7 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
     lookup.
     """
     found = Found()
-    base = page_url
-    if base_href:
-        with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
-            base = join_url(page_url, base_href)
+    base = page_base(page_url, base_href)  # a broken or non-http(s) <base href> is ignored
     resolver = LinkResolver(base)
     join = resolver.join
     if max_outlinks and len(hrefs) > max_outlinks:

@@ -408,3 +408,21 @@ def file_name(url_path: str) -> str:
     ('a%20b.html', 'index.html')
     """
     return url_path.rpartition("/")[2] or "index.html"
+
+
+def page_base(page_url: str, base_href: str | None) -> str:
+    """What a page's relative links resolve against: its ``<base href>`` joined to its URL, or
+    its URL when there is none, or when the base is broken or not an http(s) URL (a base such as
+    ``A:`` would make every relative link of the page point nowhere; the browsable copy, which
+    drops the base, and the index must agree on it).
+
+    >>> page_base("http://h/a/p.html", "../b/"), page_base("http://h/a/p.html", "A:")
+    ('http://h/b/', 'http://h/a/p.html')
+    """
+    if not base_href:
+        return page_url
+    try:
+        joined = join_url(page_url, base_href)
+    except UrlRejected:
+        return page_url
+    return joined if joined[:8].lower().startswith(("http://", "https://")) else page_url

@@ -5,6 +5,7 @@ rewritten relative links always resolve inside browse/; text without links comes
 from __future__ import annotations
 
 import string
+from pathlib import Path
 from urllib.parse import quote, unquote, urljoin
 
 import pytest
@@ -23,7 +24,10 @@ from tarantula.core.browse import (
     page_links,
     relative_link,
 )
+from tarantula.core.config import CrawlConfig
+from tarantula.core.links import resolve_links
 from tarantula.core.mirror import mirror_relpath
+from tarantula.core.rules import UrlRules
 from tarantula.core.urls import UrlRejected, normalize_url
 
 PAGE_URL = "http://ex.com/docs/page.html"
@@ -487,3 +491,16 @@ def test_a_srcset_link_to_a_name_that_starts_with_a_comma_still_resolves():
     assert data == b'<img srcset="%2C%3F0.html 2x">'
     (link,) = page_links(data.decode())
     assert link_target("browse:8080/index.html", link) == "browse:8080/,?0.html"
+
+
+def test_a_base_that_is_no_http_url_is_ignored_as_the_index_ignores_it():
+    """``<base href="A:">`` (found by the property above): the copy drops the base, so a link
+    left as it came would point at a file beside the page; it is resolved against the page, as
+    the index resolves it."""
+    page = b'<base href="A:"><a href="0">zero</a>'
+    data, links = convert_document(page, "html", "utf-8", "http://ex.com/", "ex.com/index.html",
+                                   lambda url: (url, None))  # fmt: skip
+    assert b'href="http://ex.com/0"' in data and links.absolute == {"http://ex.com/0"}
+    found = resolve_links("http://ex.com/", "A:", [("0", "zero")], UrlRules(CrawlConfig(
+        path=Path("/c.conf"), starting_points=("http://ex.com/",))))  # fmt: skip
+    assert [link.url for link in found.links] == ["http://ex.com/0"]

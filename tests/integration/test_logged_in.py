@@ -5,6 +5,7 @@ request log and by a search of every file the crawl wrote (WARC files included).
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import os
 import signal
@@ -118,24 +119,17 @@ def test_a_logged_in_crawl_stores_the_private_pages_and_leaks_nothing(web, tmp_p
     assert any(TRACKER in r.headers.get("Cookie", "") for r in private)  # a cookie it set, kept
     # No file of the repository shows the password, the Basic token or a cookie's value.
     token = base64.b64encode(f"{USER}:{PASSWORD}".encode())
+    redacted = 0
     for path in crawl.repository.rglob("*"):
         if path.is_file():
             data = path.read_bytes()
+            if path.suffix == ".gz":  # a WARC file: its records as written
+                data = gzip.decompress(data)
+                redacted += data.count(b"[redacted]")
             for secret in (PASSWORD.encode(), token, SESSION.encode(), TRACKER.encode()):
                 assert secret not in data, (path, secret)
     assert SESSION not in crawl.log and PASSWORD not in crawl.log
-    warc = b"".join(p.read_bytes() for p in (crawl.repository / "warc").iterdir())
-    assert b"[redacted]" in _gunzipped(warc)
-
-
-def _gunzipped(data: bytes) -> bytes:
-    import gzip
-    import io
-
-    out = b""
-    with gzip.GzipFile(fileobj=io.BytesIO(data)) as members:
-        out = members.read()
-    return out
+    assert redacted > 0  # the WARC records of the private pages' exchanges, their values redacted
 
 
 def test_a_netrc_others_can_read_or_a_missing_cookie_file_is_refused(web, tmp_path):
