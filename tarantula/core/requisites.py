@@ -24,12 +24,11 @@ stored as a document as well (with ``page-requisites`` off the index is the same
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 from tarantula.core.browse import HTML, loaded_links, loaded_refs
 from tarantula.core.reader import HtmlReading
-from tarantula.core.urls import LinkResolver, UrlRejected, join_url
+from tarantula.core.urls import LinkResolver, UrlRejected, page_base
 
 #: What marks a frontier entry as a requisite's: normalized URLs have no fragment, so
 #: ``url + MARK`` never names a document.
@@ -51,10 +50,7 @@ def requisites(text: str | HtmlReading, url: str, kind: str = HTML) -> list[str]
     ``kind`` css, a style sheet's text) at ``url`` loads, distinct, in document order; not yet
     normalized."""
     base, links = loaded_links(text, kind) if isinstance(text, str) else loaded_refs(text)
-    resolved = url
-    if base:
-        with contextlib.suppress(UrlRejected):  # a broken <base href> is ignored, as browsers do
-            resolved = join_url(url, base)
+    resolved = page_base(url, base)  # a broken or non-http(s) <base href> is ignored
     join = LinkResolver(resolved).join
     found: dict[str, None] = {}
     for link in links:
