@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import FormRequest, Request
 from scrapy.http import TextResponse
@@ -122,15 +122,8 @@ class Login:
         if self.pending:
             return None
         self.pending = True
-        return self._request(self.url, self.form)
-
-    def _request(self, url: str, callback: Any, **fields: Any) -> Request:
-        request_meta = {meta.LOGIN: True, meta.URL: self.context.rules.normalize(url), "depth": 0}
-        if fields:
-            return FormRequest(url, callback=callback, errback=self.failed, meta=request_meta,
-                               dont_filter=True, **fields)  # fmt: skip
-        return Request(url, callback=callback, errback=self.failed, meta=request_meta,
-                       dont_filter=True)  # fmt: skip
+        return Request(self.url, callback=self.form, errback=self.failed, dont_filter=True,
+                       meta={meta.LOGIN: True, meta.URL: self.url, "depth": 0})  # fmt: skip
 
     def form(self, response: Response) -> Iterator[Request]:
         """The login page: its form, filled and sent."""

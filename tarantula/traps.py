@@ -3,9 +3,10 @@
 whether a link matches a rule learned (:mod:`tarantula.core.traps`). A page counts as no new text
 when it is a duplicate, or when its text's fingerprint is within twice ``near-duplicate-distance``
 (and one) of the page of the same pattern before it: a calendar's days or a list's repeated pages
-differ in a date or a page number, often more than a near-duplicate's few bits. The rules and the counts are
-the crawl's store's (:class:`~tarantula.store.TrapStore`), so a resume and every worker stop at
-the same rules; a rule another worker learned is read within :data:`REFRESH` seconds.
+differ in a date or a page number, often more than a near-duplicate's few bits. The rules and the
+counts are the crawl's store's (:class:`~tarantula.store.TrapStore`), so a resume and every
+worker stop at the same rules; a rule another worker learned is read within :data:`REFRESH`
+seconds.
 
 Stats: ``tarantula/traps/learned`` (rules this process learned); each link a rule stops is
 counted as the filter ``trap-learned``.

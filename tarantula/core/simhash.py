@@ -15,8 +15,10 @@ looks up only the fingerprints that share a block with a page's.
 Why by hand: no maintained library computes a SimHash at a crawler's pace in pure Python (the
 ``simhash`` package's per-feature loop costs milliseconds a page). Here the per-word hashes are
 cached across pages and joined as byte strings, a shingle's hash is the XOR of its three words'
-position hashes (one big-integer XOR for the whole page), and the 64 bit counts are byte
-translations counted in C: about 0.1 ms for a 4,000-word page.
+position hashes (one big-integer XOR for the whole page), and the 64 bit counts are 64 counters
+side by side, added bit-sliced in a dozen big-integer steps: about 0.5 ms for the fingerprint and
+as much for the words of a 3,400-word page on this project's 2-core test machine
+(docs/benchmarks.md).
 
 >>> a = fingerprint(" ".join(f"w{i}" for i in range(400)).encode())
 >>> b = fingerprint(" ".join(f"w{i}" for i in range(400) if i != 200).encode())

@@ -11,7 +11,6 @@ files keep (:mod:`tarantula.store.folder.met`), with no referrer.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
@@ -167,6 +166,7 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
 
     from tarantula.store.redis.codec import url_id
     from tarantula.store.redis.runs import _decode
+    from tarantula.store.redis.traps import RedisTraps
 
     client, prefix = read_crawl(config)
     try:
@@ -174,7 +174,7 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
             client.hget(prefix + "docs", url_id(url)[0]),
             client.hget(prefix + "dups", url),
         )
-        rules = cast("dict[bytes, bytes]", client.hgetall(prefix + "trap-rules"))
+        rules = RedisTraps(client, prefix).rules()
     except RedisError as exc:
         raise RedisUnreachable(f"cannot reach Redis at {config.redis}: {exc}") from None
     finally:
@@ -203,10 +203,7 @@ def url_facts(config: CrawlConfig, url: str) -> Met | str:
     if row.page is not None:
         trap = None
         if row.outcome == "trap-learned":
-            taught = {
-                key.decode(): tuple(json.loads(value)["pages"]) for key, value in rules.items()
-            }
-            trap = rule_of(url, taught)
+            trap = rule_of(url, rules)
         return Met("dropped", row.outcome, row.at, None, row.page, trap=trap)
     return Met("done", row.outcome, row.at)
 

@@ -33,6 +33,7 @@ from tarantula.store.sqlite import state_path
 from tarantula.store.sqlite.documents import restored
 from tarantula.store.sqlite.requisites import COLUMNS
 from tarantula.store.sqlite.shared import connect_crawl
+from tarantula.store.sqlite.traps import learned_rules
 
 
 def url_facts(root: Path, url: str) -> Met | str:
@@ -57,8 +58,7 @@ def url_facts(root: Path, url: str) -> Met | str:
         met = met_row(db, url) if row is None else None
         trap = None
         if met is not None and met.outcome == "trap-learned":
-            rules = db.execute("SELECT pattern, pages FROM trap_rules").fetchall()
-            trap = rule_of(url, {pattern: tuple(pages.split("\n")) for pattern, pages in rules})
+            trap = rule_of(url, learned_rules(db))
     except sqlite3.OperationalError as exc:  # a state of another version, or not a state at all
         return f"cannot be told: {path} cannot be read ({exc})"
     finally:
@@ -217,12 +217,7 @@ def read_state(path: Path, config: CrawlConfig | None = None) -> StateFigures:
                     (generation, NEAR_LISTED),
                 )
             )
-            traps = tuple(
-                (pattern, tuple(pages.split("\n")))
-                for pattern, pages in db.execute(
-                    "SELECT pattern, pages FROM trap_rules ORDER BY learned"
-                )
-            )
+            traps = tuple(learned_rules(db).items())
         except sqlite3.OperationalError:  # a state made before near-duplicates were looked for
             near_count, near, traps = 0, (), ()
         try:

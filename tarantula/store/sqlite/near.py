@@ -63,9 +63,8 @@ class Fingerprints(Tables):
         resume with another ``near-duplicate-distance``): their keys name the block count."""
         if self._distance == distance:
             return
-        wanted = next(block_keys(0, distance)) >> 40
-        row = self.db.execute("SELECT key FROM fingerprint_blocks LIMIT 1").fetchone()
-        if row is not None and row[0] >> 40 != wanted:
+        cut = self._cut()
+        if cut is not None and cut != max(distance + 1, 2):
             with self.transaction():
                 self.db.execute("DELETE FROM fingerprint_blocks")
                 for url, value in self.db.execute(
@@ -74,6 +73,12 @@ class Fingerprints(Tables):
                     self._add_blocks(url, as_unsigned(value), distance)
             self.db.changed()
         self._distance = distance
+
+    def _cut(self) -> int | None:
+        """How many blocks the kept fingerprints are cut in (a key names its block count), None
+        when none is kept."""
+        row = self.db.execute("SELECT key FROM fingerprint_blocks LIMIT 1").fetchone()
+        return None if row is None else int(row[0]) >> 40
 
     def _add_blocks(self, url: str, value: int, distance: int) -> None:
         for key in block_keys(value, distance):
@@ -117,8 +122,10 @@ class Fingerprints(Tables):
         if value is None:
             return
         self.db.execute("DELETE FROM fingerprints WHERE url = ?", (url,))
-        distance = 3 if self._distance is None else self._distance
-        for key in block_keys(value, distance):
+        cut = self._cut()
+        if cut is None:
+            return
+        for key in block_keys(value, cut - 1):  # the blocks as they were cut
             self.db.execute("DELETE FROM fingerprint_blocks WHERE key = ? AND url = ?", (key, url))
 
     def of(self, url: str) -> int | None:

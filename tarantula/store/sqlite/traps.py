@@ -15,7 +15,9 @@ from tarantula.core.simhash import distance as bits_apart
 from tarantula.store.sqlite.near import Tables, as_signed, as_unsigned
 
 if TYPE_CHECKING:
-    pass
+    import sqlite3
+
+    from tarantula.store.sqlite.database import Statements
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trap_streaks (pattern TEXT PRIMARY KEY, count INTEGER NOT NULL,
@@ -74,9 +76,13 @@ class TrapTables(Tables):
         return learned
 
     def rules(self) -> dict[str, tuple[str, ...]]:
-        return {
-            pattern: tuple(pages.split("\n"))
-            for pattern, pages in self.db.execute(
-                "SELECT pattern, pages FROM trap_rules ORDER BY learned"
-            )
-        }
+        return learned_rules(self.db)
+
+
+def learned_rules(db: Statements | sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """The rules learned in the crawl database ``db`` (the store's, or a tool's read-only
+    connection), oldest first, each with the pages that taught it."""
+    return {
+        pattern: tuple(pages.split("\n"))
+        for pattern, pages in db.execute("SELECT pattern, pages FROM trap_rules ORDER BY learned")
+    }
