@@ -46,6 +46,10 @@ class CrawlContext:
     worker: str = ""  # this process's name in a crawl shared by several
     leases: Leases = field(init=False)  # the one way a URL is leased and its lease ended
     login: Login | None = None  # the form login (SPEC 13 login-url), set by the spider
+    recrawl_now: bool = False  # -a recrawl=yes: a complete crawl is recrawled whatever its period
+    # Set by the scheduler when the run would have begun but the crawl was complete and its
+    # recrawl not due (another worker completed it meanwhile): what to say; nothing begun.
+    not_due: str | None = None
 
     def __post_init__(self) -> None:
         self.leases = Leases(self.store)

@@ -42,10 +42,12 @@ from tarantula import meta
 from tarantula.compat import wake_engine
 from tarantula.context import CrawlContext, context_of
 from tarantula.core.frontier import dfs_key, host_of
+from tarantula.core.repository import waiting_sentence
 from tarantula.core.requisites import entry_url, requisite_url
 from tarantula.core.state import UNREACHABLE
 from tarantula.core.urls import UrlRejected
 from tarantula.requisites import LAST_REQUISITES
+from tarantula.store.contract import RecrawlNotDue
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -96,7 +98,15 @@ class FrontierScheduler(BaseScheduler):
     def open(self, spider: Spider) -> None:
         self.spider = spider
         previous = self.context.store.runs.last()
-        run = self.context.store.begin()
+        try:
+            run = self.context.store.begin(
+                None if self.context.recrawl_now else self.context.config.period
+            )
+        except RecrawlNotDue as not_due:  # completed since the crawl command looked: nothing to do
+            config = self.context.config
+            self.context.not_due = waiting_sentence(config.repository, config.period, not_due.last,
+                                                    not_due.due)  # fmt: skip
+            return  # the spider closes the crawl once it is open (TarantulaSpider.opened)
         self.stats.set_value(f"tarantula/run/{run.kind}", 1)
         # After a run that could reach none of its seeds, they are asked for again.
         self._retry_seeds = (
@@ -106,6 +116,9 @@ class FrontierScheduler(BaseScheduler):
         self._committer.start(self.commit_interval, now=False)
 
     def close(self, reason: str) -> None:
+        if self.context.not_due is not None:  # no run began: nothing to end
+            self.context.store.close()
+            return
         if self._committer is not None and self._committer.running:
             self._committer.stop()
         if self._wake is not None:

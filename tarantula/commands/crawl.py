@@ -24,18 +24,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
-from scrapy.exceptions import UsageError
+from scrapy.exceptions import NotConfigured, UsageError
 
 from tarantula import helpers
 from tarantula.commands import last_run, load_or_report, tell
 from tarantula.compat import create_crawler
 from tarantula.configure import log_settings
+from tarantula.context import context_of
 from tarantula.core.config import ConfigError, CrawlConfig, load_config
-from tarantula.core.repository import recrawl_pending
+from tarantula.core.repository import recrawl_pending, waiting_sentence
 from tarantula.extensions.summary import CrawlSummary
 from tarantula.logformatter import demote_banner
 from tarantula.spiders.tarantula import TarantulaSpider
@@ -51,15 +51,7 @@ def recrawl_wait(config: CrawlConfig, now: float | None = None) -> str | None:
     """A sentence saying when the next recrawl is due, when the last crawl is complete and it is
     not due yet; None when there is work to do (SPEC 8). A shared crawl's runs are in Redis."""
     waiting = recrawl_pending(last_run(config), config.period, now)
-    if waiting is None:
-        return None
-    last, due = waiting
-
-    def when(t: float) -> str:
-        return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
-
-    return (f"The crawl in {config.repository} is complete (started {when(last.crawl_started)}); "
-            f"the next recrawl is due at {when(due)} (period {config.period:g} h). Nothing to do.")  # fmt: skip
+    return None if waiting is None else waiting_sentence(config.repository, config.period, *waiting)
 
 
 #: The spider arguments (``-a NAME=VALUE``) a Tarantula crawl takes; scrapyd adds ``_job``.
@@ -160,8 +152,12 @@ class Command(ScrapyCrawlCommand):
         helpers.COMMAND_LINE = [sys.executable, *sys.orig_argv[1:]]
         crawler = create_crawler(self, TarantulaSpider.name)
         arguments = {k: v for k, v in opts.spargs.items() if k != "recrawl"}
-        self.crawler_process.crawl(crawler, **arguments, config=config)
+        self.crawler_process.crawl(crawler, **arguments, config=config, recrawl_now=now)
         self.crawler_process.start()
+        with contextlib.suppress(NotConfigured):  # completed by another worker meanwhile
+            if (not_due := context_of(crawler).not_due) is not None:
+                tell(self, not_due)
+                return
         summary = crawler.get_extension(CrawlSummary)
         if summary is not None and summary.text and not _logged_to_screen(crawler.settings):
             print(summary.text)

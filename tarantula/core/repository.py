@@ -10,6 +10,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from tarantula.core.layout import (
@@ -83,6 +84,22 @@ def recrawl_pending(
         return None
     due = next_run_at(last, period_hours, now)
     return (last, due) if now < due else None
+
+
+def waiting_sentence(repository: Path, period_hours: float, last: Run, due: float) -> str:
+    """What a crawl says when it has nothing to do: its last crawl is complete and the recrawl
+    (:func:`recrawl_pending`) is not due yet.
+
+    >>> done = Run(1, "crawl", 1, 0.0, 60.0, "finished", 0.0)
+    >>> waiting_sentence(Path("repo"), 24, done, 86400.0).endswith("(period 24 h). Nothing to do.")
+    True
+    """
+
+    def when(t: float) -> str:
+        return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
+
+    return (f"The crawl in {repository} is complete (started {when(last.crawl_started)}); "
+            f"the next recrawl is due at {when(due)} (period {period_hours:g} h). Nothing to do.")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,10 @@ COMPLETE = frozenset({"finished", "max-page-number"})
 #: the next run asks for its seeds again (SPEC 8).
 UNREACHABLE = "unreachable"
 
+#: The end of a run that found the crawl complete and its recrawl not due when it began (another
+#: worker of a shared crawl completed it meanwhile): nothing was begun, nothing is recorded.
+NOT_DUE = "recrawl-not-due"
+
 
 @dataclass(frozen=True)
 class Run:

@@ -121,6 +121,8 @@ class WarcMiddleware:
         file."""
         from tarantula.core.warc import WarcFiles, gzip_tail, warc_files, warcinfo_fields
 
+        if self.context.not_due is not None:  # no run began: no file of its own
+            return
         previous = warc_files(self.folder) if self.check_previous else []
         if previous:
             tail = gzip_tail(previous[-1])
@@ -155,7 +157,11 @@ class WarcMiddleware:
         if self.files is not None:
             self.files.close()
         self.captures.close()
-        if self.context.config.wacz and self.context.store.processes[0] == 1:
+        if (
+            self.context.config.wacz
+            and self.context.store.processes[0] == 1
+            and not self.context.not_due
+        ):
             self.pack()  # the first process of a crawl on N packs, once the others have ended
 
     def pack(self) -> None:

@@ -344,6 +344,8 @@ class CrawlStatus:
 
     def opened(self) -> None:
         self._release()
+        if self.context.not_due is not None:  # nothing to crawl: no start line
+            return
         self._started = self.clock()
         run = self.context.store.runs.current
         kind = "crawl" if run is None else "join" if run.joined else run.kind

@@ -28,6 +28,7 @@ from scrapy.exceptions import NotConfigured
 
 from tarantula.context import context_of
 from tarantula.core.repository import Repository
+from tarantula.core.state import NOT_DUE
 from tarantula.core.summary import summary_text
 from tarantula.outcomes import FAILURE
 
@@ -115,6 +116,8 @@ class CrawlSummary:
 
     def closed(self, reason: str) -> None:
         logging.getLogger().removeHandler(self.collector)
+        if reason == NOT_DUE:  # no run began: the last run's summary and stats stand
+            return
         stats = self.crawler.stats.get_stats()
         stats.setdefault("finish_reason", reason)
         try:

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import CloseSpider, IgnoreRequest
 from scrapy.http import Response
 from scrapy.spidermiddlewares.httperror import HttpError
 
@@ -31,6 +31,7 @@ from tarantula.core.mirror import copy_relpath
 from tarantula.core.reader import read_html
 from tarantula.core.requisites import MARK as REQUISITE
 from tarantula.core.simhash import fingerprint
+from tarantula.core.state import NOT_DUE
 from tarantula.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from tarantula.items import Document
 from tarantula.login import Login
@@ -59,6 +60,7 @@ class TarantulaSpider(Spider):
             kwargs.get("conf") or crawler.settings.get("TARANTULA_CONF")
         )
         context = build_context(crawler, config, worker=kwargs.get("worker"))
+        context.recrawl_now = bool(kwargs.pop("recrawl_now", False))
         spider = super().from_crawler(crawler, *args, context=context, **kwargs)
         assert isinstance(spider, cls)
         if config.login_url:
@@ -67,9 +69,17 @@ class TarantulaSpider(Spider):
             within = 2 * config.near_duplicate_distance + 1
             spider.traps = LearnedTraps(context.store.traps, config.trap_threshold, within, crawler,
                                         context.store.commit)  # fmt: skip
+        crawler.signals.connect(spider.opened, signal=signals.spider_opened)
         crawler.signals.connect(spider.defect, signal=signals.spider_error)
         crawler.signals.connect(spider.defect, signal=signals.item_error)
         return spider
+
+    def opened(self) -> None:
+        """A crawl whose run did not begin (the scheduler found it complete, its recrawl not due)
+        closes before its first request. Scrapy closes a crawl asked to from ``spider_opened``
+        once every component is open, so that each is closed as usual."""
+        if self.context.not_due is not None:
+            raise CloseSpider(NOT_DUE)
 
     async def start(self) -> AsyncIterator[Any]:
         """The seeds (in a resume they are known already, and the scheduler drops them); with a

@@ -26,6 +26,15 @@ class StoreUnavailable(Exception):
     """The store cannot be reached: a server that does not answer (nothing was fetched)."""
 
 
+class RecrawlNotDue(Exception):
+    """:meth:`CrawlStore.begin` found the crawl complete and its next recrawl not due (SPEC 8):
+    nothing was begun. ``last`` is the complete run, ``due`` when the recrawl is (Unix time)."""
+
+    def __init__(self, last: Run, due: float) -> None:
+        super().__init__(f"the next recrawl is due at {due}")
+        self.last, self.due = last, due
+
+
 class Frontier(Protocol):
     """What the scheduler needs of a frontier.
 
@@ -307,9 +316,13 @@ class CrawlStore(Protocol):
     def in_memory(self) -> bool:
         """Whether nothing is kept beyond the process (``scrapy check``): no files to write."""
 
-    def begin(self) -> Run:
+    def begin(self, period: float | None = None) -> Run:
         """Start a run (a fresh crawl, a resume, a recrawl, or joining the run other workers are
-        in) and make the repository's outputs ready for it."""
+        in) and make the repository's outputs ready for it. With a ``period`` (hours), a complete
+        crawl whose recrawl is not due yet raises :class:`RecrawlNotDue` and begins nothing: the
+        decision is taken where the run begins (under the lock the workers of a shared crawl
+        begin by), so that a worker started as another completes the crawl cannot recrawl it
+        early."""
 
     def end(self, reason: str) -> None:
         """End this process's run with ``reason`` (Scrapy's close reason), bring the outputs up to

@@ -14,6 +14,7 @@ import pytest_twisted
 from scrapy import Request, Spider
 from scrapy.core.engine import _Slot
 from scrapy.core.scheduler import Scheduler
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.reactor import CallLaterOnce
 from scrapy.utils.test import get_crawler
@@ -25,6 +26,7 @@ from tarantula import meta
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record, parse_index
 from tarantula.core.requisites import entry_url
+from tarantula.core.state import NOT_DUE
 from tarantula.core.urls import url_md5
 from tarantula.scheduler import FrontierScheduler
 from tarantula.store import last_run
@@ -101,6 +103,30 @@ def test_a_tarantula_crawl_gets_the_frontier_scheduler(crawls: Crawls):
 
 
 # -- the run ------------------------------------------------------------------------------------
+
+
+def test_a_crawl_completed_before_its_run_begins_is_not_recrawled_early(
+    any_crawls: Crawls, open_scheduler
+):
+    # A worker's crawl command found work to do, and another worker completed the crawl before
+    # this one's run began: the run does not begin (no early recrawl), and says why.
+    first = any_crawls(period=24)
+    open_scheduler(first).close("finished")
+    done = last_run(first.context.config)
+    late = any_crawls(period=24)
+    late.context.recrawl_now = False  # no -a recrawl=yes
+    scheduler = build_from_crawler(FrontierScheduler, late.crawler)
+    scheduler.open(late.spider)
+    with pytest.raises(CloseSpider) as closed:  # once open, before its first request
+        late.spider.opened()
+    assert closed.value.reason == NOT_DUE
+    assert late.context.not_due is not None
+    assert late.context.not_due.endswith("(period 24 h). Nothing to do.")
+    scheduler.close(NOT_DUE)
+    assert last_run(late.context.config) == done  # no run recorded
+    forced = any_crawls(period=24)  # -a recrawl=yes (the helper's default)
+    open_scheduler(forced).close("finished")
+    assert forced.stat("tarantula/run/recrawl") == 1
 
 
 def test_open_begins_a_crawl_and_close_ends_it_with_the_index_written(

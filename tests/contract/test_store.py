@@ -38,6 +38,7 @@ from tarantula.store import (
     DocumentStore,
     Frontier,
     Merged,
+    RecrawlNotDue,
     RequisiteStore,
     RunLog,
     SharedRobots,
@@ -403,9 +404,16 @@ def test_a_complete_crawl_is_recrawled_with_its_documents_queued_again(stores: S
         assert entry is not None
         store.stored(doc(entry.url))
     store.end("finished")
-    assert backend(stores.config()).last_run().complete
+    last = backend(stores.config()).last_run()
+    assert last.complete
+    early = stores.open(worker="w")  # its period (a day) has not passed: nothing begins
+    with pytest.raises(RecrawlNotDue) as not_due:
+        early.begin(period=24)
+    assert not_due.value.last.id == last.id and not_due.value.due > time.time()
+    early.close()
+    assert backend(stores.config()).last_run() == last
     again = stores.open(worker="w")
-    run = again.begin()
+    run = again.begin()  # no period given: a recrawl now (-a recrawl=yes)
     assert (run.kind, run.generation) == ("recrawl", 2)
     refetched = []
     while (entry := lease(again.frontier)) is not None:  # one a host at a time: each acked

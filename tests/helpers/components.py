@@ -95,6 +95,9 @@ class Crawls:
             keys.setdefault("redis", self.redis)
         config = config or crawl_config(self.tmp_path, **keys)
         context = CrawlContext.build(config, in_memory=in_memory)
+        # A run after a complete crawl is its recrawl, as with -a recrawl=yes: the period's own
+        # decision is tested apart (test_scheduler).
+        context.recrawl_now = True
         crawler = get_crawler(TarantulaSpider, PROJECT_SETTINGS)
         attach(crawler, context)
         spider = TarantulaSpider(context=context)

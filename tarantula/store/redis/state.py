@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import folder_id_of
+from tarantula.core.repository import recrawl_pending
 from tarantula.core.state import Run
+from tarantula.store.contract import RecrawlNotDue
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import CommitHooks, close_outputs, ready_outputs
 from tarantula.store.redis.cookies import RedisCookies
@@ -100,7 +102,7 @@ class RedisState:
     def in_memory(self) -> bool:
         return False
 
-    def begin(self, now: float | None = None) -> Run:
+    def begin(self, period: float | None = None, now: float | None = None) -> Run:
         """Start a run, or join the open one (see :class:`RedisRunLog`), and ready the frontier:
         a joined run's frontier is the other workers' at work, so its leases stay out."""
         # One worker at a time decides and records how the run begins: a recrawl's preparation
@@ -110,6 +112,8 @@ class RedisState:
             time.sleep(0.05)  # another worker is beginning (a recrawl takes a moment)
         try:
             last = self.runs.last()
+            if period is not None and (pending := recrawl_pending(last, period, now)):
+                raise RecrawlNotDue(*pending)  # another worker completed the crawl meanwhile
             if last is not None and last.complete:
                 self._prepare_recrawl(last.generation + 1)
             run = self.runs.begin(now)

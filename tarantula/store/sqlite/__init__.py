@@ -15,8 +15,9 @@ from typing import Any
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.layout import STATE_FOLDER, STATE_NAME
+from tarantula.core.repository import recrawl_pending
 from tarantula.core.state import Run
-from tarantula.store.contract import Frontier
+from tarantula.store.contract import Frontier, RecrawlNotDue
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite import runs
@@ -103,9 +104,11 @@ class SqliteStore(OwnDatabase):
     def in_memory(self) -> bool:
         return self.db.path is None
 
-    def begin(self, now: float | None = None) -> Run:
+    def begin(self, period: float | None = None, now: float | None = None) -> Run:
         """Start a run and ready the frontier and the outputs for it; the seeds are the caller's
         to push. ``now`` (Unix time) is for tests."""
+        if period is not None and (pending := recrawl_pending(self.runs.last(), period, now)):
+            raise RecrawlNotDue(*pending)
         run = self.runs.begin(now)
         self.frontier.begin(run.kind, run.generation)
         self.documents.generation = self.requisites.generation = run.generation

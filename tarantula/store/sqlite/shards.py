@@ -35,7 +35,9 @@ from typing import TYPE_CHECKING, Any
 from tarantula.core.documents import StoredDocument
 from tarantula.core.frontier import Entry, Gate, HashSet, host_of, url_hash
 from tarantula.core.index import joined, restored
+from tarantula.core.repository import recrawl_pending
 from tarantula.core.state import COMPLETE, Run
+from tarantula.store.contract import RecrawlNotDue
 from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite import OwnDatabase
@@ -509,8 +511,10 @@ class ShardStore(OwnDatabase):
     def in_memory(self) -> bool:
         return False
 
-    def begin(self) -> Run:
+    def begin(self, period: float | None = None) -> Run:
         if self.shard == 1:
+            if period is not None and (pending := recrawl_pending(self.runs.last(), period)):
+                raise RecrawlNotDue(*pending)
             run = self._begin_run()
         else:
             last = self.runs.last()
