@@ -30,7 +30,7 @@ from tarantula.store.redis.codec import Lease, order_member, url_id
 from tarantula.store.redis.frontier import RedisFrontier
 from tarantula.store.redis.runs import Workers
 from tarantula.store.sqlite import SqliteStore
-from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
+from tests.helpers.graphs import bfs, recursive_dfs
 
 pytestmark = pytest.mark.redis
 
@@ -94,18 +94,6 @@ def on_hosts(graph: dict[str, list[str]], hosts: int) -> dict[str, list[str]]:
     every = sorted({*graph, *itertools.chain(*graph.values())})
     where = {p: url(i % hosts, p) for i, p in enumerate(every)}
     return {where[p]: [where[q] for q in links] for p, links in graph.items()}
-
-
-def test_bfs_order_on_one_host(redis_client):
-    graph = on_hosts(GRAPH, 1)
-    order = walk(make(redis_client), "bfs", graph, [url(0, "a")])
-    assert [u.rsplit("/", 1)[1] for u in order] == ["a", "b", "c", "d", "e", "f", "g"]
-
-
-def test_dfs_order_is_a_recursive_walk_on_one_host(redis_client):
-    graph = on_hosts(GRAPH, 1)
-    order = walk(make(redis_client, traversal="dfs"), "dfs", graph, [url(0, "a")])
-    assert [u.rsplit("/", 1)[1] for u in order] == ["a", "b", "e", "c", "f", "g", "d"]
 
 
 crawls = itertools.count()
