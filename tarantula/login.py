@@ -3,8 +3,11 @@ again whenever the session is lost.
 
 The crawl asks for the page at ``login-url``, fills its form (the one with a password field, else
 the first), whose hidden fields (a CSRF token among them) are kept as served, with ``login-fields``
-(``$NAME`` values from the environment), and submits it with Scrapy's
-:meth:`~scrapy.FormRequest.from_response`. The cookies the site sets are the crawl's session
+(``$NAME`` values from the environment), and submits it as a browser would, built by
+``form2request`` (Scrapy's ``FormRequest.from_response`` is deprecated for it). A form that
+would send its fields in the URL (``method="get"``) is refused: the password would be in every log
+line and archive that names the URL. The WARC keeps the login's request with its values
+``[redacted]``. The cookies the site sets are the crawl's session
 (:mod:`tarantula.downloadermiddlewares.cookies`). While a login is under way the scheduler hands out
 no other URL (:meth:`Login.holds`); the login's requests go before the frontier's, under
 robots.txt and politeness as any (the politeness middleware books their start on the wire).
@@ -25,7 +28,8 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from scrapy import FormRequest, Request
+from form2request import form2request
+from scrapy import Request
 from scrapy.http import TextResponse
 from scrapy.utils.defer import deferred_from_coro
 
@@ -132,18 +136,22 @@ class Login:
             return
         values = self.context.config.login_values()
         has_password = bool(_PASSWORD_FIELD.search(response.body))
-        try:
-            request = FormRequest.from_response(
-                response, formdata=values, callback=self.answered, errback=self.failed,
-                formxpath='//form[.//input[@type="password"]]' if has_password else None,
-                dont_filter=True,
-                meta={meta.LOGIN: True, meta.URL: None, "depth": 0},
-            )  # fmt: skip
-        except ValueError as exc:  # no form at all
-            self._fail(f"no login form at {self.url} ({exc})")
+        forms = response.xpath('//form[.//input[@type="password"]]' if has_password else "//form")
+        if not forms:
+            self._fail(f"no login form at {self.url}")
             return
-        request.meta[meta.URL] = self.context.rules.normalize(request.url)
-        yield request
+        try:  # the form as a browser sends it: its hidden fields (a CSRF token) and its button
+            sent = form2request(forms[0], values)
+        except (ValueError, NotImplementedError) as exc:  # a form no browser could send either
+            self._fail(f"the login form at {self.url} cannot be sent ({exc})")
+            return
+        if sent.method != "POST":  # its fields, the password among them, would be in the URL
+            self._fail(f"the login form at {self.url} sends its fields in the URL (method "
+                       f"{sent.method}), where logs and archives would keep the password")  # fmt: skip
+            return
+        yield sent.to_scrapy(self.answered, errback=self.failed, dont_filter=True,
+                             meta={meta.LOGIN: True, meta.URL: self.context.rules.normalize(sent.url),
+                                   "depth": 0})  # fmt: skip
 
     def answered(self, response: Response) -> Iterator[Request]:
         """The form's answer: logged in, or the crawl stops."""

@@ -41,6 +41,25 @@ def redact(name: str, value: str) -> str:
     return value
 
 
+def redact_form(body: bytes, content_type: bytes | None) -> bytes:
+    """A login form's fields as sent with every value ``[redacted]`` and the names kept (the
+    user, the password and the form's token alike); a body not URL-encoded is ``[redacted]``
+    whole (a text/plain form's values may hold its separators).
+
+    >>> redact_form(b"csrf=x1&user=ada&password=p%40ss&remember", b"application/x-www-form-urlencoded")
+    b'csrf=[redacted]&user=[redacted]&password=[redacted]&remember'
+    >>> redact_form(b"user=ada\\npassword=a&b", b"text/plain")
+    b'[redacted]'
+    """
+    hidden = REDACTED.encode()
+    if (content_type or b"").split(b";")[0].strip().lower() != b"application/x-www-form-urlencoded":
+        return hidden
+    return b"&".join(
+        name + b"=" + hidden if equals else name
+        for name, equals, _ in (field.partition(b"=") for field in body.split(b"&"))
+    )
+
+
 def netrc_problem(path: Path) -> str | None:
     """Why the netrc file at ``path`` cannot be used, None when it can: it must exist, be readable
     by its owner alone (as curl warns and wget's documentation asks) and parse."""

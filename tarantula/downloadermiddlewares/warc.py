@@ -53,8 +53,9 @@ from scrapy.exceptions import NotConfigured
 
 from tarantula import __version__
 from tarantula.context import CrawlContext, context_of
-from tarantula.core.credentials import redact
+from tarantula.core.credentials import redact, redact_form
 from tarantula.core.layout import CAPTURES_NAME, STATE_FOLDER, WARC_FOLDER
+from tarantula.meta import LOGIN
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -234,7 +235,9 @@ class WarcMiddleware:
 
 def exchange_of(request: Request, response: Response, sent: datetime, *,
                 logged_in: bool = False) -> Exchange:  # fmt: skip
-    """The exchange of ``request`` and its answer ``response``, as Scrapy has them."""
+    """The exchange of ``request`` and its answer ``response``, as Scrapy has them; the fields a
+    login form sent are kept with their values ``[redacted]`` (SPEC 13: the request record keeps
+    the original Content-Length, not the redacted body's)."""
     from tarantula.core.warc import Exchange
 
     truncated = next((TRUNCATED[f] for f in response.flags if f in TRUNCATED), None)
@@ -247,7 +250,9 @@ def exchange_of(request: Request, response: Response, sent: datetime, *,
         protocol=response.protocol,
         method=request.method,
         request_headers=header_list(request.headers),
-        request_body=request.body,
+        request_body=redact_form(request.body, request.headers.get("Content-Type"))
+        if request.meta.get(LOGIN) and request.body
+        else request.body,
         ip_address=str(response.ip_address) if response.ip_address else None,
         truncated=truncated,
     )

@@ -4,12 +4,15 @@ for a resume, credentials answered per origin and folder and dropped elsewhere."
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 
 from scrapy import Request
 from scrapy.http import HtmlResponse, Response
 
 from tarantula.downloadermiddlewares.auth import AuthMiddleware
 from tarantula.downloadermiddlewares.cookies import CookieFileMiddleware
+from tarantula.downloadermiddlewares.warc import exchange_of
+from tarantula.login import Login
 from tests.helpers.components import crawl_config
 
 
@@ -64,3 +67,23 @@ def test_credentials_are_answered_per_origin_and_folder_and_dropped_elsewhere(cr
     # Asked again with them and refused: a failure, not a loop.
     refused = HtmlResponse(retry.url, status=401, headers=challenge)
     assert auth.process_response(retry, refused) is refused
+
+
+def test_a_login_form_s_fields_are_archived_redacted_and_a_get_form_is_refused(
+    crawls, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SITE_PASSWORD", "pw-2291")
+    config = crawl_config(tmp_path, login_url="http://private.test/login",
+                          login_fields=(("user", "ada"), ("password", "$SITE_PASSWORD")))  # fmt: skip
+    crawl = crawls(config)
+    login = Login(crawl.context, crawl.crawler)
+    form = (b'<form method="%s" action="/in"><input name="csrf" value="c9">'
+            b'<input type="password" name="password"></form>')  # fmt: skip
+    (sent,) = login.form(HtmlResponse(login.url, body=form % b"post"))
+    assert b"password=pw-2291" in sent.body  # the server gets the password, no archive does:
+    exchange = exchange_of(sent, HtmlResponse(sent.url, body=b"Hello ada"), datetime.now(UTC))
+    assert exchange.request_body == b"csrf=[redacted]&user=[redacted]&password=[redacted]"
+    crawl.crawler.engine = crawl.crawler._create_engine()  # the failure closes the crawl
+    get_form = HtmlResponse(login.url, body=form % b"get")
+    assert list(login.form(get_form)) == []  # its fields would be in the URL: refused
+    assert "sends its fields in the URL" in crawl.stat("tarantula/login/failed")

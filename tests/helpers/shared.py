@@ -46,12 +46,15 @@ def finish(*workers: subprocess.Popen[str], timeout: float = 240) -> list[str]:
     return outputs
 
 
-def shared_conf(folder: Path, seed: str, redis: RedisServer, **keys: object) -> Path:
+def shared_conf(folder: Path, seed: str | list[str], redis: RedisServer, **keys: object) -> Path:
+    """A config for the workers of a crawl of ``seed`` (a URL, or a list of them) shared through
+    ``redis``."""
     folder.mkdir(exist_ok=True)
     # A slot of the host for each thread of both workers: one worker's threads cannot hold them
     # all and starve the other (the test sites have one host).
     keys = {"threads": 4, "host_concurrency": 8, "log_level": 1, **keys}
-    return write_conf(folder, [seed], redis=redis.url, **keys)
+    seeds = [seed] if isinstance(seed, str) else seed
+    return write_conf(folder, seeds, redis=redis.url, **keys)
 
 
 def link_lines(index: Path) -> dict[str, tuple[tuple[str, str], ...]]:
