@@ -430,6 +430,28 @@ def test_a_complete_crawl_is_recrawled_with_its_documents_queued_again(stores: S
     assert index == record("http://a.test/1")  # the recrawl's index: one record a document
 
 
+def test_a_url_left_queued_at_max_page_number_is_queued_once_in_the_recrawl(stores: Stores):
+    # A crawl that stops at its limit leaves URLs queued; the recrawl finds them again as links.
+    store = stores.open(worker="w")
+    store.begin()
+    for page in ("1", "2"):
+        store.frontier.push(f"http://a.test/{page}", page, 0)
+    entry = lease(store.frontier)
+    assert entry is not None and entry.url == "http://a.test/1"
+    store.stored(doc(entry.url))
+    store.end("max-page-number")  # /2 is still queued
+    again = stores.open(worker="w")
+    assert again.begin().kind == "recrawl"
+    again.frontier.push("http://a.test/2", "2", 1)  # a link to it, found again
+    handed_out = []
+    while (entry := lease(again.frontier)) is not None:
+        handed_out.append(entry.url)
+        again.frontier.ack(entry.url, "over-limit")
+    assert sorted(handed_out) == ["http://a.test/1", "http://a.test/2"]  # once each
+    assert not again.frontier.active()  # nothing left to wait for: the recrawl can end
+    again.end("finished")
+
+
 def test_the_facts_of_a_folder_are_its_documents(stores: Stores, tmp_path):
     store = stores.open(worker="w")
     store.begin()

@@ -10,6 +10,12 @@ local function push(h8, signed, bucket, host, depth, m, rest, extra, mode)
     return 0
   end
   local fresh = redis.call('SADD', P .. 's:' .. bucket, signed) == 1
+  if fresh and redis.call('HEXISTS', K.u, h8) == 1 then
+    -- Queued or leased before a recrawl emptied the seen-set (a crawl that stopped at
+    -- max-page-number leaves URLs queued): known, not a second entry in its host's queue, whose
+    -- count would then never come down to 0 (a crawl that never ends).
+    fresh = false
+  end
   if not fresh then
     if mode ~= 'requeue' and not DFS then return 0 end  -- seen: under bfs it stays as it is
     local r = redis.call('HGET', K.u, h8)
