@@ -180,7 +180,7 @@ class TarantulaSpider(Spider):
         left_out = False
         if reading.accepted and page is not None:
             if config.near_duplicates != "off":
-                left_out = self._near(url, response)
+                left_out = await self._near(url, response)
             elif self.traps is not None:  # no near-duplicates looked for: a new page is new text
                 self.traps.outcome(url, duplicate=False)
         links: list[tuple[str, str]] = []
@@ -233,7 +233,7 @@ class TarantulaSpider(Spider):
         if self.traps is not None:
             self.traps.outcome(url, duplicate=True)
 
-    def _near(self, url: str, response: Response) -> bool:
+    async def _near(self, url: str, response: Response) -> bool:
         """SPEC 6: whether a page is a near-duplicate to leave out. A page whose text is nearly a
         stored page's is listed in near-duplicates.tsv; with ``skip`` it is not stored (a
         stored copy from an earlier run goes), else it is stored as any other. A page that is
@@ -242,7 +242,9 @@ class TarantulaSpider(Spider):
         if value is None:  # too few words to tell
             return False
         config, documents = self.context.config, self.context.documents
-        near = documents.claim_near(url, value, config.near_duplicate_distance)
+        # A store behind a round trip sends the claims of the pages parsed at the same moment
+        # together, as their content claims.
+        near = await documents.claim_near_soon(url, value, config.near_duplicate_distance)
         if self.traps is not None:
             self.traps.outcome(url, near is not None, value)
         if near is None:

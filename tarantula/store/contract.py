@@ -172,6 +172,12 @@ class DocumentStore(Protocol):
         fingerprints' blocks, never a scan; one step in a store of several workers, so that two
         near pages are never both originals."""
 
+    async def claim_near_soon(self, url: str, fingerprint: int, distance: int,
+                              claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        """:meth:`claim_near`, awaited in the event loop: a store behind a round trip sends the
+        claims asked for at the same moment together, each a step of its own in the order asked
+        (the second of two near pages asked together finds the first)."""
+
     def add_near_duplicate(self, url: str, original: str, distance: int) -> None:
         """Record ``url`` as a near-duplicate of the stored ``original``, ``distance`` bits
         apart (listed in near-duplicates.tsv)."""

@@ -579,6 +579,13 @@ async def test_claims_asked_in_one_turn_of_the_loop_are_answered_together(stores
         store.documents.claim_content_soon(md5, "http://a.test/2"),
     )
     assert owners == [None, "http://a.test/1"]
+    # Near claims too, each a step of its own in the order asked: the second page finds the first.
+    value = 0x0123_4567_89AB_CDEF
+    near = await asyncio.gather(
+        store.documents.claim_near_soon("http://a.test/3", value, 3),
+        store.documents.claim_near_soon("http://a.test/4", value ^ 0b101, 3),
+    )
+    assert near == [None, ("http://a.test/3", 2)]
 
 
 def test_a_document_stored_and_acknowledged_apart_is_as_one_stored_together(stores: Stores):

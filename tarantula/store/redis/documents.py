@@ -65,6 +65,8 @@ AHEAD_FOR = 1.0
 
 #: A content claim: content MD5, URL, whether to claim it, the mirror's path (see claim_content).
 Claim = tuple[str, str, bool, str | None]
+#: A near claim: URL, fingerprint, distance, whether to claim.
+NearClaim = tuple[str, int, int, bool]
 
 
 def _essentials(raw: bytes | None) -> StoredDocument | None:
@@ -111,6 +113,7 @@ class RedisDocumentStore(OutputFiles):
         self.ahead_for = AHEAD_FOR
         # Content claims awaited (claim_content_soon), sent together at the event loop's next turn
         self._claims: list[tuple[Claim, asyncio.Future[str | None]]] = []
+        self._near_claims: list[tuple[NearClaim, asyncio.Future[tuple[str, int] | None]]] = []
         # The seen-set's buckets, which hold the taken paths: the frontier's, or read when asked.
         self._buckets: int | None = None if frontier is None else frontier.buckets
         self._near_distance: int | None = None  # the distance the blocks are cut for, once checked
@@ -269,14 +272,53 @@ class RedisDocumentStore(OutputFiles):
         nearest within ``distance`` bits, and how many bits apart; else None, and ``url`` claims
         its fingerprint until it is stored or :meth:`release`\\ d (with ``claim``). One script:
         two workers' near pages cannot both be originals."""
-        self._blocks_for(distance)
-        keys = [str(key) for key in block_keys(fingerprint, distance)]
-        found = self._run("claim_near", url, fingerprint.to_bytes(8, "big"), distance,
-                          int(claim), self.worker, *keys)  # fmt: skip
-        if not found:
-            return None
-        original, bits = found
-        return cast("bytes", original).decode(), int(bits)
+        return self._claim_near([(url, fingerprint, distance, claim)])[0]
+
+    async def claim_near_soon(self, url: str, fingerprint: int, distance: int,
+                              claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        """:meth:`claim_near`, in one round trip with every near claim asked for in the same turn
+        of the event loop (as :meth:`claim_content_soon`); outside an event loop, at once."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self.claim_near(url, fingerprint, distance, claim)
+        future: asyncio.Future[tuple[str, int] | None] = loop.create_future()
+        if not self._near_claims:
+            loop.call_soon(self._send_near_claims)
+        self._near_claims.append(((url, fingerprint, distance, claim), future))
+        return await future
+
+    def _send_near_claims(self) -> None:
+        """Send the near claims awaited (:meth:`claim_near_soon`), and answer each."""
+        claims, self._near_claims = self._near_claims, []
+        try:
+            found = self._claim_near([claim for claim, _ in claims])
+        except Exception as error:  # each page's parse raises it
+            for _, future in claims:
+                if not future.done():
+                    future.set_exception(error)
+            return
+        for (_, future), near in zip(claims, found, strict=True):
+            if not future.done():  # not cancelled meanwhile (a crawl closing)
+                future.set_result(near)
+
+    def _claim_near(self, claims: list[NearClaim]) -> list[tuple[str, int] | None]:
+        """:meth:`claim_near` for each of ``claims`` (URL, fingerprint, distance, claim): one
+        script each, in order, in one round trip."""
+        for _, _, distance, _ in claims:
+            self._blocks_for(distance)
+
+        def fill(batch: Batch) -> None:
+            for url, fingerprint, distance, claim in claims:
+                keys = [str(key) for key in block_keys(fingerprint, distance)]
+                args = [self.prefix, url, fingerprint.to_bytes(8, "big"), distance, int(claim),
+                        self.worker, *keys]  # fmt: skip
+                self.scripts.add(batch, "claim_near", self.keys, args)
+
+        return [
+            None if not found else (cast("bytes", found[0]).decode(), int(found[1]))
+            for found in self._execute(fill)
+        ]
 
     def _blocks_for(self, distance: int) -> None:
         """Cut the kept fingerprints' blocks for ``distance`` if they were cut for another (a

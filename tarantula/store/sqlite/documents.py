@@ -99,6 +99,11 @@ class SqliteDocuments(OutputFiles):
         """:meth:`claim_content`: at once, as it costs no round trip."""
         return self.claim_content(md5, url, claim, path)
 
+    async def claim_near_soon(self, url: str, fingerprint: int, distance: int,
+                              claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        """:meth:`claim_near`: at once, as it costs no round trip."""
+        return self.claim_near(url, fingerprint, distance, claim)
+
     def release(self, md5: str | None, url: str) -> None:
         """``url`` will not be stored after all: its claim on the content ends, so a later copy is
         not taken for a duplicate of a document that was never stored."""
