@@ -3,7 +3,6 @@ the keys and how records, claims and folders work)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +26,7 @@ from tarantula.store.redis.lua import lua
 from tarantula.store.redis.records import RecordFile, folder_files
 from tarantula.store.redis.runs import _decode
 from tarantula.store.redis.transport import Batch, Scripts
+from tarantula.store.together import Together
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -112,8 +112,8 @@ class RedisDocumentStore(OutputFiles):
         self._ahead: dict[str, tuple[float, str, bytes | None, int]] = {}
         self.ahead_for = AHEAD_FOR
         # Content claims awaited (claim_content_soon), sent together at the event loop's next turn
-        self._claims: list[tuple[Claim, asyncio.Future[str | None]]] = []
-        self._near_claims: list[tuple[NearClaim, asyncio.Future[tuple[str, int] | None]]] = []
+        self._content_claims = Together(self._claim)
+        self._near_claims = Together(self._claim_near)
         # The seen-set's buckets, which hold the taken paths: the frontier's, or read when asked.
         self._buckets: int | None = None if frontier is None else frontier.buckets
         self._near_distance: int | None = None  # the distance the blocks are cut for, once checked
@@ -195,29 +195,7 @@ class RedisDocumentStore(OutputFiles):
         the event loop: the pages parsed at the same moment, about four a round trip in a crawl
         of 16 threads that keeps its core busy. Each page's ``placed`` answer and lease taken
         ahead go in it too. Outside an event loop, a claim is sent at once."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return self.claim_content(md5, url, claim, path)
-        future: asyncio.Future[str | None] = loop.create_future()
-        if not self._claims:
-            loop.call_soon(self._send_claims)
-        self._claims.append(((md5, url, claim, path), future))
-        return await future
-
-    def _send_claims(self) -> None:
-        """Send the claims awaited (:meth:`claim_content_soon`), and answer each."""
-        claims, self._claims = self._claims, []
-        try:
-            owners = self._claim([claim for claim, _ in claims])
-        except Exception as error:  # each page's parse raises it
-            for _, future in claims:
-                if not future.done():
-                    future.set_exception(error)
-            return
-        for (_, future), owner in zip(claims, owners, strict=True):
-            if not future.done():  # not cancelled meanwhile (a crawl closing)
-                future.set_result(owner)
+        return await self._content_claims.ask((md5, url, claim, path))
 
     def _claim(self, claims: list[Claim]) -> list[str | None]:
         """:meth:`claim_content` for each of ``claims`` (md5, URL, claim, path), in one round trip
@@ -278,29 +256,7 @@ class RedisDocumentStore(OutputFiles):
                               claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
         """:meth:`claim_near`, in one round trip with every near claim asked for in the same turn
         of the event loop (as :meth:`claim_content_soon`); outside an event loop, at once."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return self.claim_near(url, fingerprint, distance, claim)
-        future: asyncio.Future[tuple[str, int] | None] = loop.create_future()
-        if not self._near_claims:
-            loop.call_soon(self._send_near_claims)
-        self._near_claims.append(((url, fingerprint, distance, claim), future))
-        return await future
-
-    def _send_near_claims(self) -> None:
-        """Send the near claims awaited (:meth:`claim_near_soon`), and answer each."""
-        claims, self._near_claims = self._near_claims, []
-        try:
-            found = self._claim_near([claim for claim, _ in claims])
-        except Exception as error:  # each page's parse raises it
-            for _, future in claims:
-                if not future.done():
-                    future.set_exception(error)
-            return
-        for (_, future), near in zip(claims, found, strict=True):
-            if not future.done():  # not cancelled meanwhile (a crawl closing)
-                future.set_result(near)
+        return await self._near_claims.ask((url, fingerprint, distance, claim))
 
     def _claim_near(self, claims: list[NearClaim]) -> list[tuple[str, int] | None]:
         """:meth:`claim_near` for each of ``claims`` (URL, fingerprint, distance, claim): one

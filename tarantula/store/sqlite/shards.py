@@ -50,6 +50,7 @@ from tarantula.store.sqlite.requisites import SqliteRequisites
 from tarantula.store.sqlite.runs import RunLog
 from tarantula.store.sqlite.shared import SharedDB, connect_crawl, held_by, shard_path
 from tarantula.store.sqlite.traps import TrapTables
+from tarantula.store.together import Together
 
 if TYPE_CHECKING:
     from tarantula.helpers import Helpers
@@ -291,6 +292,20 @@ class ShardDocuments(SqliteDocuments):
         self.shard = shard
         self._claimed_pages = False
         self.fingerprints = Fingerprints(shared, shared.write)
+        # The claims of the pages parsed at the same moment, in one write transaction of the
+        # shared database (one commit for several pages: a commit is what costs there).
+        self._content_claims = Together(self._claim_contents)
+        self._near_claims = Together(self._claim_nears)
+
+    def _claim_contents(self, claims: list[tuple[str, str, bool, str | None]]) -> list[str | None]:
+        with self.shared.write():
+            return [self.claim_content(*claim) for claim in claims]
+
+    def _claim_nears(
+        self, claims: list[tuple[str, int, int, bool]]
+    ) -> list[tuple[str, int] | None]:
+        with self.shared.write():
+            return [self.claim_near(*claim) for claim in claims]
 
     # -- content claims ----------------------------------------------------------------------
 
@@ -312,7 +327,11 @@ class ShardDocuments(SqliteDocuments):
 
     async def claim_content_soon(self, md5: str, url: str, claim: bool = True,
                                  path: str | None = None) -> str | None:  # fmt: skip
-        return self.claim_content(md5, url, claim, path)
+        return await self._content_claims.ask((md5, url, claim, path))
+
+    async def claim_near_soon(self, url: str, fingerprint: int, distance: int,
+                              claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        return await self._near_claims.ask((url, fingerprint, distance, claim))
 
     def release(self, md5: str | None, url: str) -> None:
         if md5 is not None:
