@@ -111,7 +111,7 @@ class RedisDocumentStore(OutputFiles):
         # asks
         self._ahead: dict[str, tuple[float, str, bytes | None, int]] = {}
         self.ahead_for = AHEAD_FOR
-        # Content claims awaited (claim_content_soon), sent together at the event loop's next turn
+        # Claims awaited (claim_content_soon, claim_near_soon), sent together at the loop's next turn
         self._content_claims = Together(self._claim)
         self._near_claims = Together(self._claim_near)
         # The seen-set's buckets, which hold the taken paths: the frontier's, or read when asked.
