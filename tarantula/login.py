@@ -135,8 +135,8 @@ class Login:
             self._fail(f"{response.url} is no page with a form")
             return
         values = self.context.config.login_values()
-        has_password = bool(_PASSWORD_FIELD.search(response.body))
-        forms = response.xpath('//form[.//input[@type="password"]]' if has_password else "//form")
+        # The form with a password field, else the first.
+        forms = response.xpath('//form[.//input[@type="password"]]') or response.xpath("//form")
         if not forms:
             self._fail(f"no login form at {self.url}")
             return

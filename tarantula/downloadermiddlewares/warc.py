@@ -161,7 +161,7 @@ class WarcMiddleware:
         if (
             self.context.config.wacz
             and self.context.store.processes[0] == 1
-            and not self.context.not_due
+            and self.context.not_due is None
         ):
             self.pack()  # the first process of a crawl on N packs, once the others have ended
 
