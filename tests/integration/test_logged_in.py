@@ -10,6 +10,7 @@ import hashlib
 import os
 import signal
 import urllib.request
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from tarantula.demo.server import HTML, RequestRecord, Resource, SiteServer
@@ -79,6 +80,15 @@ def serve_private(web: SiteServer) -> str:
     return web.url("private.test", "/")
 
 
+def as_written(paths: Iterable[Path]) -> Iterator[tuple[Path, bytes]]:
+    """Each file of ``paths`` with its bytes; a WARC file's (``.gz``) decompressed: its records
+    as written, which a search of the compressed bytes would not see."""
+    for path in paths:
+        if path.is_file():
+            data = path.read_bytes()
+            yield path, gzip.decompress(data) if path.suffix == ".gz" else data
+
+
 def credential_files(folder: Path, web: SiteServer, mode: int = 0o600) -> tuple[Path, Path]:
     netrc = folder / "netrc"
     netrc.write_text(f"machine private.test\n  login {USER}\n  password {PASSWORD}\n")
@@ -120,14 +130,11 @@ def test_a_logged_in_crawl_stores_the_private_pages_and_leaks_nothing(web, tmp_p
     # No file of the repository shows the password, the Basic token or a cookie's value.
     token = base64.b64encode(f"{USER}:{PASSWORD}".encode())
     redacted = 0
-    for path in crawl.repository.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            if path.suffix == ".gz":  # a WARC file: its records as written
-                data = gzip.decompress(data)
-                redacted += data.count(b"[redacted]")
-            for secret in (PASSWORD.encode(), token, SESSION.encode(), TRACKER.encode()):
-                assert secret not in data, (path, secret)
+    for path, data in as_written(crawl.repository.rglob("*")):
+        if path.suffix == ".gz":  # a WARC file
+            redacted += data.count(b"[redacted]")
+        for secret in (PASSWORD.encode(), token, SESSION.encode(), TRACKER.encode()):
+            assert secret not in data, (path, secret)
     assert SESSION not in crawl.log and PASSWORD not in crawl.log
     assert redacted > 0  # the WARC records of the private pages' exchanges, their values redacted
 
@@ -208,13 +215,10 @@ def test_a_form_login_lasts_the_crawl_and_comes_back_when_the_session_expires(
     targets = [r.target for r in web.requests]
     assert "/logout" not in targets  # never logged out
     login_records = 0
-    for path in crawl.repository.rglob("*"):
-        if path.is_file():
-            data = path.read_bytes()
-            if path.suffix == ".gz":  # a WARC file: its records as written
-                data = gzip.decompress(data)
-                login_records += data.count(b"csrf=[redacted]&user=[redacted]&password=[redacted]")
-            assert FORM_PASSWORD.encode() not in data, path
+    for path, data in as_written(crawl.repository.rglob("*")):
+        if path.suffix == ".gz":  # a WARC file
+            login_records += data.count(b"csrf=[redacted]&user=[redacted]&password=[redacted]")
+        assert FORM_PASSWORD.encode() not in data, path
     assert login_records == counts["logins"]  # each login's request archived, its values redacted
     assert crawl.stats["tarantula/login/done"] == counts["logins"]
 

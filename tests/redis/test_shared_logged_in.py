@@ -7,7 +7,6 @@ workers wrote (WARC files included, decompressed)."""
 from __future__ import annotations
 
 import base64
-import gzip
 from pathlib import Path
 
 from tarantula.core.index import parse_index
@@ -18,6 +17,7 @@ from tests.integration.test_logged_in import (
     SESSION,
     TRACKER,
     USER,
+    as_written,
     credential_files,
     serve_forum,
     serve_private,
@@ -28,10 +28,8 @@ def _secrets_written(files: list[Path], secrets: list[bytes]) -> tuple[list, int
     """The (file, secret) pairs of ``files`` that show a secret, WARC files searched decompressed,
     and how many redacted values the WARC files hold."""
     found, redacted = [], 0
-    for path in files:
-        data = path.read_bytes()
-        if path.suffix == ".gz":  # a WARC file: its records as written
-            data = gzip.decompress(data)
+    for path, data in as_written(files):
+        if path.suffix == ".gz":  # a WARC file
             redacted += data.count(b"[redacted]")
         found += [(path.name, secret) for secret in secrets if secret in data]
     return found, redacted
