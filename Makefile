@@ -37,9 +37,8 @@ demo-again: $(VENV)/.installed
 	$(BIN)/python -m tarantula.demo run --fresh --conf $(DEMO_CONF)
 
 # Tests run in parallel: most of their time is spent waiting on servers and crawl processes, so
-# more workers than cores pay. Tests of one group are meant to share a worker (xdist_group: a costly
-# module fixture such as the documentation-site crawl runs once; pytest-xdist 3.8 does not honour
-# it under pytest 9.2, see docs/testing.md).
+# more workers than cores pay. Tests of one group share a worker (xdist_group: a costly module
+# fixture such as the documentation-site crawl runs once; docs/testing.md says why pytest is 8.4).
 PYTEST_WORKERS ?= 4
 PYTEST = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
