@@ -97,12 +97,17 @@ def test_generated_web_is_deterministic_and_reachable(tmp_path: Path) -> None:
     assert any(u.endswith(".pdf") for u in seen)
 
 
+#: The crawlers of the run against the asyncio server: besides the default pair, each output's
+#: crawl and Scrapy's two fetch floors, measured in one run of the harness (one web, one server).
+_EVERY_KIND = "tarantula,scrapy,tarantula-warc,tarantula-browse,scrapy-fetch,scrapy-fetch-lean"
+
+
 @pytest.mark.parametrize("server", ["nginx", "asyncio"])
 def test_tiny_benchmark_runs(tmp_path: Path, server: str) -> None:
     if server == "nginx" and nginx_binary() is None:
         pytest.skip("nginx is not installed (Debian package nginx; .ci/run installs it)")
     command = [sys.executable, "-m", "bench.run", "--preset", "tiny", "--runs", "1"]
-    command += ["--no-nginx"] if server == "asyncio" else []
+    command += ["--no-nginx", "--crawlers", _EVERY_KIND] if server == "asyncio" else []
     done = subprocess.run(
         [*command, "--results-dir", str(tmp_path)],
         cwd=PROJECT,
@@ -118,14 +123,28 @@ def test_tiny_benchmark_runs(tmp_path: Path, server: str) -> None:
         if line.startswith("|")
     ]
     rows = {cells[0]: dict(zip(header, cells, strict=True)) for cells in lines}
-    assert set(rows) == {"tarantula", "scrapy"}, done.stdout
+    kinds = _EVERY_KIND.split(",") if server == "asyncio" else ["tarantula", "scrapy"]
+    assert set(rows) == set(kinds), done.stdout
     assert rows["tarantula"]["complete"] == "100.0%", done.stdout
-    assert rows["tarantula"]["exit"] == "0" and rows["scrapy"]["exit"] == "0", done.stdout
+    assert all(row["exit"] == "0" for row in rows.values()), done.stdout
     assert int(rows["scrapy"]["pages"]) >= 300, done.stdout  # the PDFs are ignored extensions
     (written,) = tmp_path.glob("tiny-*.md")
     report = written.read_text(encoding="utf-8")
     assert "| tarantula | median of 1 |" in report
     assert f"- server: {server}" in report, report
+    if server == "asyncio":
+        # warc and browsable against the plain crawl, each output's crawl complete
+        for name in ("tarantula-warc", "tarantula-browse"):
+            assert f"| {name} | median of 1 | 304 |" in done.stdout, done.stdout
+            assert f"- {name} / tarantula (medians): pages/s " in done.stdout, done.stdout
+        # Scrapy's floors: every URL of the web, PDFs included, fetched once, nothing followed,
+        # nothing missed; the lean floor without the components it leaves out
+        for floor in ("scrapy-fetch", "scrapy-fetch-lean"):
+            assert f"| {floor} | median of 1 | 304 |" in done.stdout, done.stdout
+            assert f"- tarantula / {floor} (medians): CPU s / 1k pages " in done.stdout
+        assert "is on" not in done.stdout, done.stdout
+        twice = [line for line in done.stdout.splitlines() if "fetched twice" in line]
+        assert all(line.startswith("- scrapy: ") for line in twice), done.stdout  # CrawlSpider's
 
 
 def bench(module: str, *args: str, results: Path) -> subprocess.CompletedProcess[str]:
@@ -136,30 +155,6 @@ def bench(module: str, *args: str, results: Path) -> subprocess.CompletedProcess
         text=True,
         timeout=180,
     )
-
-
-def test_tarantula_with_warc_and_browsable_against_without(tmp_path: Path) -> None:
-    crawlers = "tarantula,tarantula-warc,tarantula-browse"
-    done = bench("bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx", "--crawlers",
-                 crawlers, results=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    for name in ("tarantula-warc", "tarantula-browse"):
-        assert f"| {name} | median of 1 | 304 |" in done.stdout, done.stdout
-        assert f"- {name} / tarantula (medians): pages/s " in done.stdout, done.stdout
-
-
-def test_scrapy_fetching_every_url_once_is_the_floor_tarantula_is_measured_against(
-    tmp_path: Path,
-) -> None:
-    done = bench("bench.run", "--preset", "tiny", "--runs", "1", "--no-nginx", "--crawlers",
-                 "tarantula,scrapy-fetch,scrapy-fetch-lean", results=tmp_path)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    # Every URL of the web, PDFs included, fetched once: nothing followed, nothing missed.
-    for floor in ("scrapy-fetch", "scrapy-fetch-lean"):
-        assert f"| {floor} | median of 1 | 304 |" in done.stdout, done.stdout
-        assert f"- tarantula / {floor} (medians): CPU s / 1k pages " in done.stdout, done.stdout
-    assert "is on" not in done.stdout, done.stdout  # the lean floor runs without them
-    assert "fetched twice" not in done.stdout, done.stdout
 
 
 def test_verify_benchmark_builds_a_whole_repository(tmp_path: Path) -> None:
