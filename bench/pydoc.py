@@ -2,6 +2,7 @@
 ``wget --mirror --page-requisites --convert-links`` on Debian's Python 3.11 documentation.
 
     python -m bench.pydoc --runs 3
+    python -m bench.pydoc --runs 3 --kinds plain,browse-warc   # each output's cost on a real site
 
 The documentation (``python3.11-doc``) is copied with its symbolic links followed (its
 ``_static/jquery.js`` and ``underscore.js`` are links into ``/usr/share/javascript``) and served
@@ -11,7 +12,9 @@ Each run reports wall time, CPU seconds, the documents and requisites each kept,
 included), and how many of wget's converted pages still load something from the network. With
 ``--screenshot`` (needs the playwright extra and Debian's chromium), ``library/os.html`` is
 opened online and from ``browse/`` with the network unreachable, and the two screenshots are
-compared. Medians are printed as a Markdown table.
+compared. With ``--kinds``, Tarantula runs once a round per kind: ``browse`` (the default:
+``browsable``), ``plain`` (no output but the mirror and the index), ``browse-warc`` (``browsable``
+and ``warc``). Medians are printed as a Markdown table.
 """
 
 from __future__ import annotations
@@ -47,14 +50,21 @@ log-level = 1;
 <multithreading-options>
 threads = 8;
 <output-options>
-browsable = yes;
+{outputs}
 """
 
+#: The ``<output-options>`` of each kind of Tarantula crawl (``--kinds``).
+KINDS = {
+    "browse": "browsable = yes;",
+    "plain": "browsable = no;",
+    "browse-warc": "browsable = yes;\nwarc = yes;",
+}
 
-def tarantula(folder: Path, port: int) -> dict[str, object]:
+
+def tarantula(folder: Path, port: int, kind: str = "browse") -> dict[str, object]:
     folder.mkdir(parents=True)
     conf = folder / "crawl.conf"
-    conf.write_text(CONF.format(host=HOST, port=port), encoding="utf-8")
+    conf.write_text(CONF.format(host=HOST, port=port, outputs=KINDS[kind]), encoding="utf-8")
     m = measure(crawl_command(conf), PROJECT, folder / "crawl.out", 600)
     verify = subprocess.run([sys.executable, "-m", "scrapy", "verify", str(conf)], cwd=PROJECT,
                             capture_output=True, text=True)  # fmt: skip
@@ -73,6 +83,7 @@ def tarantula(folder: Path, port: int) -> dict[str, object]:
 def wget(folder: Path, port: int) -> dict[str, object]:
     folder.mkdir(parents=True)
     command = ["wget", "--no-config", "--mirror", "--page-requisites", "--convert-links",
+               "--adjust-extension",
                "--no-verbose", "-e", "use_proxy=yes", "-e", f"http_proxy=127.0.0.1:{port}",
                "-P", str(folder / "mirror"), "-o", str(folder / "wget.log"),
                f"http://{HOST}/index.html"]  # fmt: skip
@@ -121,19 +132,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--screenshot", action="store_true")
+    parser.add_argument("--kinds", default="browse",
+                        help="Tarantula's crawls, by commas: browse, plain, browse-warc")  # fmt: skip
     args = parser.parse_args()
+    kinds = args.kinds.split(",")
+    if unknown := set(kinds) - set(KINDS):
+        parser.error(f"--kinds: unknown {', '.join(sorted(unknown))} (known: {', '.join(KINDS)})")
+    names = {kind: "tarantula" if kind == "browse" else f"tarantula-{kind}" for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="tarantula-pydoc-") as tmp:
         root = Path(tmp) / "site"
         shutil.copytree(PYDOC, root / HOST, symlinks=False)
-        rows: dict[str, list[dict[str, object]]] = {"tarantula": [], "wget": []}
+        rows: dict[str, list[dict[str, object]]] = {name: [] for name in [*names.values(), "wget"]}
         with SiteServer(root=root) as server:
             for run in range(args.runs):
-                rows["tarantula"].append(tarantula(Path(tmp) / f"t{run}", server.port))
+                for kind, name in names.items():
+                    rows[name].append(tarantula(Path(tmp) / kind / str(run), server.port, kind))
+                    print(run, name, rows[name][-1], flush=True)
                 rows["wget"].append(wget(Path(tmp) / f"w{run}", server.port))
-                print(run, rows["tarantula"][-1], rows["wget"][-1], flush=True)
-            if args.screenshot:
+                print(run, "wget", rows["wget"][-1], flush=True)
+            browsed = next((kind for kind in kinds if kind != "plain"), None)
+            if args.screenshot and browsed is not None:
                 with ThreadPoolExecutor(1) as thread:
-                    same = thread.submit(screenshots, server.port, Path(tmp) / "t0/repo/browse",
+                    same = thread.submit(screenshots, server.port, Path(tmp) / browsed / "0/repo/browse",
                                          Path(tmp) / "w0/mirror")  # fmt: skip
                     ours, theirs = same.result()
                     print("library/os.html offline looks as online: Tarantula's browse/ copy",
@@ -146,7 +166,8 @@ def main() -> None:
         last = results[-1]
         print(f"| {name} | {_median(results, 'wall'):.1f} | {_median(results, 'cpu'):.1f} | {last['documents']} "
               f"| {last['requisites']} | {last['problems']} | {last['network']} |")  # fmt: skip
-    print(rows["tarantula"][-1]["verify"])
+    for name in names.values():
+        print(name, rows[name][-1]["verify"])
 
 
 if __name__ == "__main__":
