@@ -40,7 +40,10 @@ demo-again: $(VENV)/.installed
 # more workers than cores pay. Tests of one group share a worker (xdist_group: a costly module
 # fixture such as the documentation-site crawl runs once; docs/testing.md says why pytest is 8.4).
 PYTEST_WORKERS ?= 4
-PYTEST = $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): each of
+# the suite's some 450 crawl processes would compile the crawler's modules again (about 0.1 CPU s
+# each), and each worker would rewrite every test module's asserts again (about 6 CPU s).
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 ## test: lint, type-check, then every test (unit, component, end-to-end, scrapy check)
 test: $(VENV)/.installed $(REPLAY_VENV)/.installed lint
