@@ -309,7 +309,7 @@ _UNRENDERED = re.compile(
 )
 
 
-_MAY_HIDE = re.compile("<[st]", re.IGNORECASE)  # what may open an unrendered element
+_MAY_HIDE = re.compile("<(?:script|style|template)", re.IGNORECASE)  # what may open one
 
 
 def _anchor_text(content: str) -> str:
