@@ -167,9 +167,11 @@ def lxml_reading(text: str) -> tuple[str | None, str | None, list[tuple[str, str
         elif el.tag == "area":
             links.append((el.get("href"), clean(el.get("alt"))[:MAX_TEXT]))
         else:
-            copy = lxml.html.fromstring(lxml.html.tostring(el, with_tail=False))
-            for hidden in list(copy.iter(*_UNRENDERED)):
-                hidden.drop_tree()
+            copy = el  # the link itself, unless it holds what is not rendered: then a copy without
+            if next(el.iter(*_UNRENDERED), None) is not None:
+                copy = lxml.html.fromstring(lxml.html.tostring(el, with_tail=False))
+                for hidden in list(copy.iter(*_UNRENDERED)):
+                    hidden.drop_tree()
             anchor = clean(copy.text_content()) or clean(
                 " ".join(img.get("alt") or "" for img in copy.iter("img"))
             )
