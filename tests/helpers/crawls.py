@@ -40,13 +40,14 @@ def conf_value(value: Any) -> str:
 
 def write_conf(folder: Path, seeds: list[str], **keys: Any) -> Path:
     """A config file in ``folder``: keys given as Python names (``max_page_number=3``); test defaults
-    are no delay, one thread, the repository ``repo`` next to the file, logs at level 2 to ``log``."""
+    are no delay, one thread, the repository ``repo`` next to the file, logs at level 1 to ``log``
+    (a test that reads what only level 2 logs, the stats or each link dropped, asks for it)."""
     values: dict[str, Any] = {
         "delay": 0,
         "threads": 1,
         "repository": "repo",
         "log_file": "log",
-        "log_level": 2,
+        "log_level": 1,
         "resolve": RESOLVE,
         "resolve_only": True,
     }

@@ -142,7 +142,7 @@ def test_host_failures_drops_a_failing_host(web, crawl):
     links = "".join(f'<a href="http://dead.test:{dead}/p{i}.html">d</a>' for i in range(8))
     web.page("a.test", "/", links + '<a href="/ok.html">ok</a>')
     web.page("a.test", "/ok.html", "ok")
-    result = crawl([web.url("a.test", "/")], scope="free-spanning", host_failures=2)
+    result = crawl([web.url("a.test", "/")], scope="free-spanning", host_failures=2, log_level=2)
     assert result.status == 0
     assert web.url("a.test", "/ok.html") in result.urls
     assert result.log.count("Dropping host dead.test after 2 consecutive failures") == 1

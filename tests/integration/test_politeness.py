@@ -99,7 +99,7 @@ def test_no_heartbeat_stalls_with_a_short_delay(web, crawl):
 
 def test_per_host_stats(web, crawl):
     pages(web, "a.test", 3)
-    result = crawl([web.url("a.test", "/")], delay=0.05)
+    result = crawl([web.url("a.test", "/")], delay=0.05, log_level=2)
     assert "'tarantula/host/a.test/requests': 4" in result.log
     assert "'tarantula/host/a.test/errors': 0" in result.log
     assert "'tarantula/host/a.test/mean-latency'" in result.log

@@ -36,7 +36,7 @@ def js_site(web: SiteServer) -> None:
 def test_rendered_pages_yield_the_links_their_scripts_build(web, crawl):
     js_site(web)
     home = web.url("a.test", "/")
-    result = crawl([home], render_list=["^http://a\\.test:[0-9]+/$"])
+    result = crawl([home], render_list=["^http://a\\.test:[0-9]+/$"], log_level=2)
     assert result.status == 0, result.log
     record = result.record(home)
     assert record.title == "Rendered app"
@@ -126,7 +126,7 @@ def test_a_browser_that_fails_costs_no_page(web, crawl, tmp_path):
     broken = tmp_path / "not-a-browser"
     broken.write_text("#!/bin/sh\nexit 1\n")
     broken.chmod(0o755)
-    result = crawl([web.url("a.test", "/")], render_list=[".*"], browser=str(broken))
+    result = crawl([web.url("a.test", "/")], render_list=[".*"], browser=str(broken), log_level=2)
     assert result.status == 0, result.log
     assert result.record(web.url("a.test", "/")).title == "Loading"  # as served
     assert "Could not render" in result.log
@@ -141,7 +141,9 @@ def test_a_page_its_scripts_grow_past_max_document_size_is_not_stored(web, crawl
 document.body.appendChild(document.createTextNode("x".repeat(20000)));</script>""",
     )
     web.page("a.test", "/a.html", "<title>A</title>")
-    result = crawl([web.url("a.test", "/")], render_list=["/$"], max_document_size=10000)
+    result = crawl(
+        [web.url("a.test", "/")], render_list=["/$"], max_document_size=10000, log_level=2
+    )
     assert result.status == 0, result.log
     assert result.urls == []  # not stored, so not parsed either
     assert "'tarantula/filtered/max-document-size': 1" in result.log

@@ -95,7 +95,7 @@ def test_a_not_accepted_page_with_a_stored_pages_body_is_not_parsed(web, crawl):
     web.page("a.test", "/", '<a href="/a.html">a</a><a href="/copy.php">copy</a>')
     web.page("a.test", "/a.html", same)
     web.page("a.test", "/copy.php", same)
-    result = crawl([u("/")], accept_list=[r"\.html$", "/$"])
+    result = crawl([u("/")], accept_list=[r"\.html$", "/$"], log_level=2)
     assert "/copy.php" in web.targets("a.test")
     assert sorted(result.urls) == [u("/"), u("/a.html")]
     assert "'tarantula/pages/parsed': 2," in result.log  # the copy was not parsed

@@ -25,8 +25,9 @@ from tests.helpers.traps import Fault, RawServer, Trap
 
 pytestmark = pytest.mark.e2e
 
-LIMITS = {"threads": 4, "time_limit": 60}
-"""Crawl settings of the traps: concurrency, and a time limit that only a failing guard reaches."""
+LIMITS = {"threads": 4, "time_limit": 60, "log_level": 2}
+"""Crawl settings of the traps: concurrency, a time limit that only a failing guard reaches, and
+the log level at which each link a guard drops is logged."""
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -400,7 +401,12 @@ def test_oversized_documents_are_filtered_and_never_drop_the_host(web, crawl, tm
     trap = traps.oversized_host(web, serve, size=200_000)
     assert trap.server is not None
     result = crawl(
-        [trap.seed], scope="free-spanning", max_document_size=100_000, host_failures=2, threads=1
+        [trap.seed],
+        scope="free-spanning",
+        max_document_size=100_000,
+        host_failures=2,
+        threads=1,
+        log_level=2,
     )
     assert_ended(result)
     assert pages(trap.server, trap.host) == trap.fetched  # each once, the small page last
