@@ -157,10 +157,12 @@ FORM_PASSWORD = "form-pw-5519"
 SESSION_REQUESTS = 4  # a session lasts this many pages
 
 
-def serve_forum(web: SiteServer) -> tuple[str, dict[str, int]]:
+def serve_forum(
+    web: SiteServer, session_requests: int = SESSION_REQUESTS
+) -> tuple[str, dict[str, int]]:
     """``forum.test``: a login form with a CSRF token; a session cookie that lasts
-    :data:`SESSION_REQUESTS` pages, after which a page redirects to the form; eight pages that
-    need it, each with a "Sign out" link. Returns the home URL and the login counts."""
+    ``session_requests`` pages, after which a page redirects to the form; eight pages that need
+    it, each with a "Sign out" link. Returns the home URL and the login counts."""
     sessions: dict[str, int] = {}
     tokens: set[str] = set()
     counts = {"logins": 0, "forms": 0}
@@ -183,7 +185,7 @@ def serve_forum(web: SiteServer) -> tuple[str, dict[str, int]]:
                 )
             counts["logins"] += 1
             sid = f"sid{counts['logins']}q"
-            sessions[sid] = SESSION_REQUESTS
+            sessions[sid] = session_requests
             return Resource(b"", 302, {"Location": "/", "Set-Cookie": f"sid={sid}; Path=/"})
         sid = request.headers.get("Cookie", "").partition("sid=")[2].partition(";")[0]
         if sessions.get(sid, 0) <= 0:
