@@ -368,6 +368,16 @@ def map_refresh(content: str, convert: Convert) -> str:
 # -- converting a document ------------------------------------------------------------------------
 
 
+#: Links resolved, by the base's folder and the link as written (see :func:`link_converter`).
+Joins = dict[tuple[str, str], "str | None"]
+#: Resolved links :func:`link_converter` remembers across pages before the memory is cleared.
+JOINS_KEPT = 16384
+# A relative path that resolution joins to the base's folder as it is (after ../ at its start),
+# and a fragment it leaves as it is: the join of the two is the path's with the fragment added.
+_PLAIN_PATH = re.compile(r"(?:\.\./)*+[\w-][\w.-]*+(?:/[\w-][\w.-]*+)*+/?", re.ASCII)
+_PLAIN_FRAGMENT = re.compile(r"[\w.:-]+", re.ASCII)
+
+
 @dataclass
 class PageLinks:
     """The normalized URLs a converted document links to, as written into its browse copy."""
@@ -378,14 +388,17 @@ class PageLinks:
 
 def link_converter(page_url: str, page_path: str, base: str | None, locate: Locate,
                    found: PageLinks, joined: dict[str, str | None] | None = None,
-                   ) -> Convert:  # fmt: skip
+                   joins: Joins | None = None) -> Convert:  # fmt: skip
     """The :data:`Convert` of the page at ``page_url`` (mirror path ``page_path``), whose
     ``<base href>`` is ``base``: each link is resolved against the base; a link to a stored
     document becomes a relative path (its fragment kept), one to any other http(s) URL that URL,
     absolute. Links that are not http(s) (``mailto:``, ``javascript:``, ``data:``), and fragment
     and empty links when the base is the page itself, stay as they are. ``found`` collects the
     targets (their normalized URLs) of both kinds. ``joined`` remembers each link as written
-    resolved (a page repeats its links; two converters of one page may share it).
+    resolved (a page repeats its links; two converters of one page may share it); ``joins``
+    remembers across pages the links whose resolution depends on the base's folder alone, by
+    folder (pages repeat their navigation), as the spider's link resolution does
+    (:func:`tarantula.core.links.resolve_links`).
 
     >>> found = PageLinks()
     >>> convert = link_converter("http://ex.com/a/", "ex.com/a/index.html", None,
@@ -394,7 +407,9 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     ('../b.html#x', 'http://ex.com/a/c.html', None, None)
     """
     resolved = page_base(page_url, base)  # a broken or non-http(s) <base href> is ignored
-    join = LinkResolver(resolved).join
+    resolver = LinkResolver(resolved)
+    join = resolver.join
+    folder = resolver.folder if resolver.fast and joins is not None else None
     same_base = resolved.partition("#")[0] == page_url
     cache: dict[str, tuple[str | None, str | None]] = {}
     relative: dict[str, str] = {}
@@ -414,6 +429,23 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     def convert(link: str) -> str | None:
         if link in joined:
             absolute = joined[link]
+        elif folder is not None and link[:1] > " " and link[0] not in "?#":
+            assert joins is not None
+            # A plain fragment is added to the link's join as it is, so pages that link to
+            # different places of one target share the target's join.
+            head, mark, fragment = link.partition("#")
+            if mark and not (_PLAIN_FRAGMENT.fullmatch(fragment) and _PLAIN_PATH.fullmatch(head)):
+                head, mark, fragment = link, "", ""
+            key = (folder, head)
+            if key in joins:
+                absolute = joins[key]
+            else:
+                if len(joins) >= JOINS_KEPT:
+                    joins.clear()
+                absolute = joins[key] = resolve(head)
+            if absolute is not None and mark:
+                absolute += mark + fragment
+            joined[link] = absolute
         else:
             absolute = joined[link] = resolve(link)
         if absolute is None:
@@ -454,14 +486,14 @@ def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
 def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, page_path: str,
                      locate: Locate, reading: HtmlReading | None = None,
                      prefetch: Callable[[list[str]], None] | None = None,
-                     ) -> tuple[bytes, PageLinks]:  # fmt: skip
+                     joins: Joins | None = None) -> tuple[bytes, PageLinks]:  # fmt: skip
     """The browse copy of an HTML page or a CSS file (``kind``) stored at ``page_path`` for
     ``page_url``, decoded with ``codec`` (a Python codec name; None: UTF-8), and what it links
     to. A page without links to change is returned as it came. ``reading`` is the page's
     reading made when it was fetched, used when it is of the very text decoded here (else the
     page is read again). ``prefetch``, when given, is first told every absolute URL (without
     fragment) the document links to, so that ``locate`` can answer them from what it looked up
-    for them together."""
+    for them together. ``joins`` is :func:`link_converter`'s memory across pages."""
     found = PageLinks()
     text, codec_used = decode_page(body, codec)
     base = None
@@ -478,7 +510,11 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
             return None, None
 
         joined: dict[str, str | None] = {}
-        collect = link_converter(page_url, page_path, base, note, PageLinks(), joined)
+        resolve = link_converter(page_url, page_path, base, note, PageLinks(), joined, joins)
+
+        def collect(link: str) -> None:
+            resolve(link)  # the targets noted, and nothing to write: no text is built
+
         if refs is None:
             map_css(text, collect)
         else:
@@ -486,7 +522,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         prefetch(list(targets))
     else:
         joined = {}
-    convert = link_converter(page_url, page_path, base, locate, found, joined)
+    convert = link_converter(page_url, page_path, base, locate, found, joined, joins)
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)
     if converted == text:
         return body, found

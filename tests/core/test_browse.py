@@ -17,6 +17,7 @@ from tarantula.core.browse import (
     base_href,
     convert_document,
     decode_page,
+    link_converter,
     link_target,
     map_css,
     map_html,
@@ -464,6 +465,59 @@ def test_rewritten_relative_links_always_resolve_inside_browse(data, stored_urls
             assert target in files, (link, target)
     assert links.local <= set(stored)
     assert not links.absolute & set(stored)
+
+
+_PAGE_URLS = st.lists(
+    st.sampled_from(["http://ex.com/a/x.html", "http://ex.com/a/y?q", "http://ex.com/b/z.html",
+                     "https://ex.com/a/x.html", "http://other.org/a/", "http://ex.com/"]),
+    min_size=2, max_size=5,
+)  # fmt: skip
+
+
+@given(st.data(), st.sets(_url, min_size=1, max_size=10), _PAGE_URLS)
+def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_urls, page_urls):
+    """The resolutions remembered across pages (by folder) change no page's copy: pages of one
+    folder, of another folder, host and scheme, with one text."""
+    html = data.draw(_pages(sorted(stored_urls))).encode()
+    stored = {normalize_url(url): _mirror_path(url, "html") for url in stored_urls}
+
+    def find(url: str) -> tuple[str | None, str | None]:
+        try:
+            key = normalize_url(url)
+        except UrlRejected:
+            return None, None
+        return key, stored.get(key)
+
+    joins: dict[tuple[str, str], str | None] = {}
+    for page_url in page_urls:
+        args = (html, "html", "utf-8", page_url, _mirror_path(page_url, "html"), find)
+        alone = convert_document(*args, prefetch=lambda urls: None)
+        assert convert_document(*args, prefetch=lambda urls: None, joins=joins) == alone
+
+
+@given(st.one_of(_href, st.from_regex(r"(\.\./|\./)*[\w.;:/-]{0,12}", fullmatch=True)),
+       st.sampled_from(["", "#x", "#a.b:c-d_9", "#", "#a b", "#%41", "#\t1", "#é", "#a#b",
+                               " #x", "#x "]),
+       st.sampled_from(["http://ex.com/a/x.html", "https://ex.com/a/", "http://ex.com/"]))  # fmt: skip
+def test_a_link_with_a_fragment_resolves_as_without_the_memory(href, fragment, page_url):
+    link = href.partition("#")[0] + fragment
+    joins: dict[tuple[str, str], str | None] = {}
+    for primed in (link.partition("#")[0], link):  # the target without and with the fragment
+        found = PageLinks()
+        with_memory = link_converter(page_url, "p.html", None, lambda url: (url, None),
+                                     found, {}, joins)(primed)  # fmt: skip
+        alone = link_converter(page_url, "p.html", None, lambda url: (url, None), PageLinks())
+        assert with_memory == alone(primed), primed
+
+
+def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
+    joins: dict[tuple[str, str], str | None] = {}
+    page = b'<a href="c.html">c</a><a href="#top">top</a><a href="?p=2">2</a>'
+    for page_url in ("http://ex.com/a/x.html", "http://ex.com/a/y.html", "http://ex.com/b/"):
+        convert_document(page, "html", "utf-8", page_url, "p.html", lambda url: (url, None),
+                         prefetch=lambda urls: None, joins=joins)  # fmt: skip
+    assert joins == {("http://ex.com/a/", "c.html"): "http://ex.com/a/c.html",
+                     ("http://ex.com/b/", "c.html"): "http://ex.com/b/c.html"}  # fmt: skip
 
 
 @given(st.text(max_size=200))

@@ -37,6 +37,7 @@ from typing import Protocol
 
 from tarantula.core.browse import (
     COPY,
+    Joins,
     PageLinks,
     browse_name,
     convert_document,
@@ -275,6 +276,7 @@ class BrowseMirror:
         # targets it writes as files ahead of their storing: key -> frontier entries.
         self._found: dict[str, tuple[str | None, str | None]] = {}
         self._ahead: dict[str, list[int]] = {}
+        self._joins: Joins = {}  # links resolved, across pages (see link_converter)
         self._queue: dict[str, bytes | Path | None] = {}  # path -> content, raw copy, None: delete
         self._queued = 0
         self._next_update = clock() + interval
@@ -496,7 +498,7 @@ class BrowseMirror:
             content, links = self.repository / path, PageLinks()
         else:
             content, links = convert_document(body, kind, codec, url, name, self._locate, page,
-                                              self._prefetch)  # fmt: skip
+                                              self._prefetch, self._joins)  # fmt: skip
             if self.frontier is not None:
                 self._expect(h, links.local)
         local, absolute = _hashes(links.local), _hashes(links.absolute)
