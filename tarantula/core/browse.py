@@ -436,13 +436,13 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
             head, mark, fragment = link.partition("#")
             if mark and not (_PLAIN_FRAGMENT.fullmatch(fragment) and _PLAIN_PATH.fullmatch(head)):
                 head, mark, fragment = link, "", ""
-            key = (folder, head)
-            if key in joins:
-                absolute = joins[key]
+            known = (folder, head)
+            if known in joins:
+                absolute = joins[known]
             else:
                 if len(joins) >= JOINS_KEPT:
                     joins.clear()
-                absolute = joins[key] = resolve(head)
+                absolute = joins[known] = resolve(head)
             if absolute is not None and mark:
                 absolute += mark + fragment
             joined[link] = absolute
