@@ -177,10 +177,16 @@ def _attributes(attributes: str, offset: int) -> dict[str, _Attribute]:
     return seen
 
 
+#: A Ref made without the Python-level ``__new__`` of a named tuple (readings make one a link).
+_new_ref = tuple.__new__
+#: The attributes of an ``<a>`` that hold no URL: such a link's only ref is its ``href``.
+_PLAIN_LINK = frozenset({"href", "title", "rel", "type", "alt"})
+
+
 def _tag_refs(name: str, seen: dict[str, _Attribute]) -> list[Ref]:
-    if name == "a" and len(seen) == 1 and "href" in seen:  # most tags read: a plain link
+    if name == "a" and "href" in seen and seen.keys() <= _PLAIN_LINK:  # most tags: a link
         start, end, value, _ = seen["href"]
-        return [Ref("url", start, end, value)]
+        return [_new_ref(Ref, ("url", start, end, value, False))]
     loaded: Collection[str] = _LOADED.get(name, ())
     if name == "link":
         if "rel" not in seen or _LOADED_RELS.isdisjoint(seen["rel"][2].lower().split()):

@@ -15,8 +15,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
+from tarantula.core import browse as conversion
 from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
+from tarantula.core.reader import read_html
 from tarantula.pipelines.browse import BrowsePipeline
 from tarantula.pipelines.index import IndexPipeline
 from tarantula.pipelines.mirror import MirrorPipeline
@@ -61,11 +63,13 @@ class Run:
         for url in urls:
             self.crawl.context.frontier.push(url, url, 1)
 
-    def fetch(self, url: str, body: bytes, doc_type: str = "html") -> None:
-        """The next queued URL, ``url``, is leased and its document stored."""
+    def fetch(self, url: str, body: bytes, doc_type: str = "html", *, read: bool = False) -> None:
+        """The next queued URL, ``url``, is leased and its document stored (with ``read``, with
+        the reading the spider makes of a page)."""
         entry = self.crawl.context.leases.take()
         assert entry is not None and entry.url == url
-        item = document(url, body, doc_type=doc_type)
+        page = read_html(body.decode()) if read else None
+        item = document(url, body, doc_type=doc_type, page=page)
         assert self.crawl.context.documents.claim_content(item.md5 or "", url) is None
         for pipeline in (self.mirror, self.index, self.browse):
             if pipeline is not None:
@@ -222,6 +226,30 @@ def test_a_link_written_ahead_to_a_url_done_without_a_copy_becomes_the_url_again
     assert run.page("a.test/index.html") == final
     assert converted[A] == 2  # once when stored, once when what it links to was known
     assert run.crawl.stat("tarantula/browse/updated") == 1
+
+
+def test_a_page_converted_again_is_not_read_again(crawls: Crawls, monkeypatch: pytest.MonkeyPatch):
+    """The reading the spider made of a page that wrote links ahead serves its second conversion
+    too (one reading of a page, SPEC 11), also when the crawl closes."""
+    reads: Counter[str] = Counter()
+
+    def counting(text: str, **options: Any) -> Any:
+        reads[text] += 1
+        return read_html(text, **options)
+
+    monkeypatch.setattr(conversion, "read_html", counting)
+    converted = count_conversions(monkeypatch)
+    run = begin(crawls(browsable(crawls)), interval=3600)  # the second conversion at the end
+    run.queue(A, B, C)
+    run.fetch(A, HOME, read=True)
+    run.fail(B)
+    run.fetch(C, b"%PDF-1.4", doc_type="pdf")
+    run.end()
+    assert run.page("a.test/index.html") == (
+        '<title>Home</title><a href="http://a.test/b.html">B</a> <a href="c.pdf">C</a>'
+    )
+    assert converted[A] == 2
+    assert reads == {}
 
 
 def test_an_interrupted_run_links_what_it_did_not_store_as_urls_until_the_next(crawls: Crawls):

@@ -90,6 +90,11 @@ _TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending", 
 #: Marked pages checked at one update, at most, for targets still expected.
 _CHECKED = 512
 
+#: The size, in characters of text (a link counted as :data:`_REF_SIZE`), of the readings of pages
+#: that wrote links ahead kept in memory for their second conversion, at most.
+_READINGS_KEPT = 16 * 1024 * 1024
+_REF_SIZE = 200
+
 #: Converted pages held in memory, waiting for the commit after which they are written, before
 #: a long piece of work (a bulk conversion) commits early.
 _QUEUE_LIMIT = 32 * 1024 * 1024
@@ -277,6 +282,10 @@ class BrowseMirror:
         self._found: dict[str, tuple[str | None, str | None]] = {}
         self._ahead: dict[str, list[int]] = {}
         self._joins: Joins = {}  # links resolved, across pages (see link_converter)
+        # The readings of pages that wrote links ahead, while they expect targets, with how many
+        # (see _hold): a page converted again is not read again.
+        self._readings: dict[int, tuple[HtmlReading, int]] = {}
+        self._held = 0
         self._queue: dict[str, bytes | Path | None] = {}  # path -> content, raw copy, None: delete
         self._queued = 0
         self._next_update = clock() + interval
@@ -338,6 +347,13 @@ class BrowseMirror:
         self.db.execute("DELETE FROM browse_expected WHERE entry IN (?, ?)", entries)
         if expected_name(url) != name:
             self._mark(pages)
+            return
+        for page in pages:  # a page that expects nothing more, rightly, is not converted again
+            held = self._readings.get(page)
+            if held is not None and held[1] <= 1 and page not in self._dirty:
+                self._release(page)
+            elif held is not None:
+                self._readings[page] = (held[0], held[1] - 1)
 
     def update_if_due(self) -> None:
         """Write again the marked pages that expect nothing more, if an update is due."""
@@ -494,13 +510,16 @@ class BrowseMirror:
         ).fetchone()
         name = browse_name(path, kind)
         content: bytes | Path
+        held = self._release(h)
+        if page is None and held is not None:
+            page = held  # (used only if the document's text is the same)
         if kind == COPY:
             content, links = self.repository / path, PageLinks()
         else:
             content, links = convert_document(body, kind, codec, url, name, self._locate, page,
                                               self._prefetch, self._joins)  # fmt: skip
-            if self.frontier is not None:
-                self._expect(h, links.local)
+            if self.frontier is not None and (expected := self._expect(h, links.local)):
+                self._hold(h, page, expected)
         local, absolute = _hashes(links.local), _hashes(links.absolute)
         before = set(_unpack(old[1])) if old else set()
         after = set(_unpack(absolute))
@@ -526,13 +545,38 @@ class BrowseMirror:
         self._queue_file(name, content)
         self.count("copied" if kind == COPY else "converted", 1)
 
-    def _expect(self, page: int, local: set[str]) -> None:
+    def _expect(self, page: int, local: set[str]) -> int:
         """Keep which of ``local`` (the targets a page links to as files) were written ahead of
-        their storing."""
+        their storing; returns how many frontier entries the page expects."""
         self.db.execute("DELETE FROM browse_expected WHERE page = ?", (page,))
-        rows = [(page, entry) for key in local for entry in self._ahead.get(key, ())]
+        rows = {(page, entry) for key in local for entry in self._ahead.get(key, ())}
         if rows:
             self.db.sql.executemany("INSERT OR IGNORE INTO browse_expected VALUES (?, ?)", rows)
+        return len(rows)
+
+    def _hold(self, page: int, reading: HtmlReading | None, expected: int) -> None:
+        """Keep the reading of ``page``, which expects ``expected`` targets written ahead, for
+        its second conversion, if a target arrives elsewhere or not at all: the hub pages that
+        link to every page are the largest, and the first stored (so the first kept while there
+        is room). Dropped when the page expects nothing more where it expects it."""
+        if reading is None or reading.refs is None:
+            return
+        size = len(reading.text) + _REF_SIZE * len(reading.refs)
+        if self._held + size > _READINGS_KEPT:
+            return
+        slim = HtmlReading(reading.text, base=reading.base, refs=reading.refs)  # no links
+        self._readings[page] = (slim, expected)
+        self._held += size
+
+    def _release(self, page: int) -> HtmlReading | None:
+        """The reading kept for ``page``, no longer kept."""
+        held = self._readings.pop(page, None)
+        if held is None:
+            return None
+        reading = held[0]
+        assert reading.refs is not None
+        self._held -= len(reading.text) + _REF_SIZE * len(reading.refs)
+        return reading
 
     def _prefetch(self, urls: list[str]) -> None:
         """Look up together what :meth:`_locate` answers for ``urls`` (a document's targets):
@@ -600,6 +644,7 @@ class BrowseMirror:
         return key, None if path is None else _browse_path(self.documents, key_of_copy, path)
 
     def _remove(self, h: int, path: str) -> None:
+        self._release(h)
         row = self.db.execute(
             "SELECT absolute, kind FROM browse_copies WHERE hash = ?", (h,)
         ).fetchone()
