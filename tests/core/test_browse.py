@@ -5,6 +5,7 @@ rewritten relative links always resolve inside browse/; text without links comes
 from __future__ import annotations
 
 import string
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, unquote, urljoin
 
@@ -50,12 +51,20 @@ STORED = {
 }
 
 
-def locate(url: str) -> tuple[str | None, str | None]:
-    try:
-        key = normalize_url(url)
-    except UrlRejected:
-        return None, None
-    return key, STORED.get(key)
+def locator(stored: dict[str, str]) -> Callable[[str], tuple[str | None, str | None]]:
+    """The look-up of a crawl that stored ``stored`` (normalized URL -> mirror path)."""
+
+    def locate(url: str) -> tuple[str | None, str | None]:
+        try:
+            key = normalize_url(url)
+        except UrlRejected:
+            return None, None
+        return key, stored.get(key)
+
+    return locate
+
+
+locate = locator(STORED)
 
 
 def convert(
@@ -447,13 +456,7 @@ def test_rewritten_relative_links_always_resolve_inside_browse(data, stored_urls
     stored: dict[str, str] = {}
     for url in [*stored_urls, page_url]:
         stored.setdefault(normalize_url(url), _mirror_path(url, "html"))
-
-    def find(url: str) -> tuple[str | None, str | None]:
-        try:
-            key = normalize_url(url)
-        except UrlRejected:
-            return None, None
-        return key, stored.get(key)
+    find = locator(stored)
 
     data, links = convert_document(
         html.encode(), "html", "utf-8", normalize_url(page_url), page_path, find
@@ -480,13 +483,7 @@ def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_u
     folder, of another folder, host and scheme, with one text."""
     html = data.draw(_pages(sorted(stored_urls))).encode()
     stored = {normalize_url(url): _mirror_path(url, "html") for url in stored_urls}
-
-    def find(url: str) -> tuple[str | None, str | None]:
-        try:
-            key = normalize_url(url)
-        except UrlRejected:
-            return None, None
-        return key, stored.get(key)
+    find = locator(stored)
 
     joins: dict[tuple[str, str], str | None] = {}
     for page_url in page_urls:
