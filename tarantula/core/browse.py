@@ -310,6 +310,7 @@ def network_loads(text: str, doc_kind: str = HTML) -> list[str]:
 _WS = "\t\n\f\r "
 _SRCSET_URL = re.compile(rf"[{_WS},]*+([^{_WS}]+)")
 _SRCSET_DESCRIPTORS = re.compile(r"(?:[^,(]|\([^)]*\)?)*,?")
+_SRCSET_SPACES = str.maketrans({" ": "%20", "\f": "%0C", "\t": None, "\n": None, "\r": None})
 
 
 def map_srcset(value: str, convert: Convert) -> str:
@@ -325,6 +326,13 @@ def map_srcset(value: str, convert: Convert) -> str:
 
     >>> map_srcset("x 2x", lambda url: ",a,")
     '%2Ca%2C 2x'
+
+    White space in a new URL (a base with a space in it) would end it: a space is written
+    percent-encoded, as a browser's URL parser writes it, and tabs and line breaks, which the
+    parser drops, are dropped.
+
+    >>> map_srcset("x 2x", lambda url: "http://h/a b/,/c\\tx")
+    'http://h/a%20b/,/cx 2x'
     """
     edits: list[tuple[int, int, str]] = []
     pos = 0
@@ -342,6 +350,7 @@ def map_srcset(value: str, convert: Convert) -> str:
                 new = "%2C" + new[1:]
             if new[-1:] == ",":
                 new = new[:-1] + "%2C"
+            new = new.translate(_SRCSET_SPACES)
             edits.append((start, end, new))
     return apply_edits(value, edits)
 
@@ -368,10 +377,29 @@ def map_refresh(content: str, convert: Convert) -> str:
 # -- converting a document ------------------------------------------------------------------------
 
 
-#: Links resolved, by the base's folder and the link as written (see :func:`link_converter`).
-Joins = dict[tuple[str, str], "str | None"]
-#: Resolved links :func:`link_converter` remembers across pages before the memory is cleared.
-JOINS_KEPT = 16384
+@dataclass
+class Memory:
+    """What the conversions of a crawl's pages remember across pages (pages repeat their
+    navigation): links resolved, by the base's folder and the link as written, and relative
+    links, by the page's folder and the target's path. Each holds :data:`KEPT` entries at most
+    and is cleared when full."""
+
+    joins: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    relatives: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def relative(self, folder: str, page_path: str, target_path: str) -> str:
+        """:func:`relative_link` of a page in ``folder`` (its path up to its last ``/``)."""
+        known = (folder, target_path)
+        link = self.relatives.get(known)
+        if link is None:
+            if len(self.relatives) >= KEPT:
+                self.relatives.clear()
+            link = self.relatives[known] = relative_link(page_path, target_path)
+        return link
+
+
+#: Entries :class:`Memory` keeps of each kind (an entry with its strings: a few hundred bytes).
+KEPT = 16384
 # A relative path that resolution joins to the base's folder as it is (after ../ at its start),
 # and a fragment it leaves as it is: the join of the two is the path's with the fragment added.
 _PLAIN_PATH = re.compile(r"(?:\.\./)*+[\w-][\w.-]*+(?:/[\w-][\w.-]*+)*+/?", re.ASCII)
@@ -388,17 +416,17 @@ class PageLinks:
 
 def link_converter(page_url: str, page_path: str, base: str | None, locate: Locate,
                    found: PageLinks, joined: dict[str, str | None] | None = None,
-                   joins: Joins | None = None) -> Convert:  # fmt: skip
+                   memory: Memory | None = None) -> Convert:  # fmt: skip
     """The :data:`Convert` of the page at ``page_url`` (mirror path ``page_path``), whose
     ``<base href>`` is ``base``: each link is resolved against the base; a link to a stored
     document becomes a relative path (its fragment kept), one to any other http(s) URL that URL,
     absolute. Links that are not http(s) (``mailto:``, ``javascript:``, ``data:``), and fragment
     and empty links when the base is the page itself, stay as they are. ``found`` collects the
     targets (their normalized URLs) of both kinds. ``joined`` remembers each link as written
-    resolved (a page repeats its links; two converters of one page may share it); ``joins``
-    remembers across pages the links whose resolution depends on the base's folder alone, by
-    folder (pages repeat their navigation), as the spider's link resolution does
-    (:func:`tarantula.core.links.resolve_links`).
+    resolved (a page repeats its links; two converters of one page may share it); ``memory``
+    remembers across pages the links whose resolution depends on the base's folder alone, as the
+    spider's link resolution does (:func:`tarantula.core.links.resolve_links`), and the
+    relative links written.
 
     >>> found = PageLinks()
     >>> convert = link_converter("http://ex.com/a/", "ex.com/a/index.html", None,
@@ -409,7 +437,9 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     resolved = page_base(page_url, base)  # a broken or non-http(s) <base href> is ignored
     resolver = LinkResolver(resolved)
     join = resolver.join
+    joins = memory.joins if memory is not None else None
     folder = resolver.folder if resolver.fast and joins is not None else None
+    page_folder = page_path.rpartition("/")[0]
     same_base = resolved.partition("#")[0] == page_url
     cache: dict[str, tuple[str | None, str | None]] = {}
     relative: dict[str, str] = {}
@@ -440,7 +470,7 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
             if known in joins:
                 absolute = joins[known]
             else:
-                if len(joins) >= JOINS_KEPT:
+                if len(joins) >= KEPT:
                     joins.clear()
                 absolute = joins[known] = resolve(head)
             if absolute is not None and mark:
@@ -458,7 +488,11 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
         if path is not None and key is not None:
             found.local.add(key)
             if (written := relative.get(path)) is None:
-                written = relative[path] = relative_link(page_path, path)
+                written = relative[path] = (
+                    relative_link(page_path, path)
+                    if memory is None
+                    else memory.relative(page_folder, page_path, path)
+                )
             return written + hash_mark + fragment
         if key is not None:
             found.absolute.add(key)
@@ -486,14 +520,14 @@ def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
 def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, page_path: str,
                      locate: Locate, reading: HtmlReading | None = None,
                      prefetch: Callable[[list[str]], None] | None = None,
-                     joins: Joins | None = None) -> tuple[bytes, PageLinks]:  # fmt: skip
+                     memory: Memory | None = None) -> tuple[bytes, PageLinks]:  # fmt: skip
     """The browse copy of an HTML page or a CSS file (``kind``) stored at ``page_path`` for
     ``page_url``, decoded with ``codec`` (a Python codec name; None: UTF-8), and what it links
     to. A page without links to change is returned as it came. ``reading`` is the page's
     reading made when it was fetched, used when it is of the very text decoded here (else the
     page is read again). ``prefetch``, when given, is first told every absolute URL (without
     fragment) the document links to, so that ``locate`` can answer them from what it looked up
-    for them together. ``joins`` is :func:`link_converter`'s memory across pages."""
+    for them together. ``memory`` is :func:`link_converter`'s, across pages."""
     found = PageLinks()
     text, codec_used = decode_page(body, codec)
     base = None
@@ -510,7 +544,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
             return None, None
 
         joined: dict[str, str | None] = {}
-        resolve = link_converter(page_url, page_path, base, note, PageLinks(), joined, joins)
+        resolve = link_converter(page_url, page_path, base, note, PageLinks(), joined, memory)
 
         def collect(link: str) -> None:
             resolve(link)  # the targets noted, and nothing to write: no text is built
@@ -522,7 +556,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         prefetch(list(targets))
     else:
         joined = {}
-    convert = link_converter(page_url, page_path, base, locate, found, joined, joins)
+    convert = link_converter(page_url, page_path, base, locate, found, joined, memory)
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)
     if converted == text:
         return body, found

@@ -14,6 +14,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tarantula.core.browse import (
+    Memory,
     PageLinks,
     base_href,
     convert_document,
@@ -485,11 +486,11 @@ def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_u
     stored = {normalize_url(url): _mirror_path(url, "html") for url in stored_urls}
     find = locator(stored)
 
-    joins: dict[tuple[str, str], str | None] = {}
+    memory = Memory()
     for page_url in page_urls:
         args = (html, "html", "utf-8", page_url, _mirror_path(page_url, "html"), find)
         alone = convert_document(*args, prefetch=lambda urls: None)
-        assert convert_document(*args, prefetch=lambda urls: None, joins=joins) == alone
+        assert convert_document(*args, prefetch=lambda urls: None, memory=memory) == alone
 
 
 @given(st.one_of(_href, st.from_regex(r"(\.\./|\./)*[\w.;:/-]{0,12}", fullmatch=True)),
@@ -498,23 +499,26 @@ def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_u
        st.sampled_from(["http://ex.com/a/x.html", "https://ex.com/a/", "http://ex.com/"]))  # fmt: skip
 def test_a_link_with_a_fragment_resolves_as_without_the_memory(href, fragment, page_url):
     link = href.partition("#")[0] + fragment
-    joins: dict[tuple[str, str], str | None] = {}
+    memory = Memory()
     for primed in (link.partition("#")[0], link):  # the target without and with the fragment
         found = PageLinks()
         with_memory = link_converter(page_url, "p.html", None, lambda url: (url, None),
-                                     found, {}, joins)(primed)  # fmt: skip
+                                     found, {}, memory)(primed)  # fmt: skip
         alone = link_converter(page_url, "p.html", None, lambda url: (url, None), PageLinks())
         assert with_memory == alone(primed), primed
 
 
 def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
-    joins: dict[tuple[str, str], str | None] = {}
+    memory = Memory()
     page = b'<a href="c.html">c</a><a href="#top">top</a><a href="?p=2">2</a>'
+    stored = locator({"http://ex.com/a/c.html": "ex.com/a/c.html"})
     for page_url in ("http://ex.com/a/x.html", "http://ex.com/a/y.html", "http://ex.com/b/"):
-        convert_document(page, "html", "utf-8", page_url, "p.html", lambda url: (url, None),
-                         prefetch=lambda urls: None, joins=joins)  # fmt: skip
-    assert joins == {("http://ex.com/a/", "c.html"): "http://ex.com/a/c.html",
-                     ("http://ex.com/b/", "c.html"): "http://ex.com/b/c.html"}  # fmt: skip
+        path = _mirror_path(page_url, "html")
+        convert_document(page, "html", "utf-8", page_url, path, stored,
+                         prefetch=lambda urls: None, memory=memory)  # fmt: skip
+    assert memory.joins == {("http://ex.com/a/", "c.html"): "http://ex.com/a/c.html",
+                            ("http://ex.com/b/", "c.html"): "http://ex.com/b/c.html"}  # fmt: skip
+    assert memory.relatives == {("ex.com/a", "ex.com/a/c.html"): "c.html"}
 
 
 @given(st.text(max_size=200))

@@ -37,7 +37,7 @@ from typing import Protocol
 
 from tarantula.core.browse import (
     COPY,
-    Joins,
+    Memory,
     PageLinks,
     browse_name,
     convert_document,
@@ -167,10 +167,6 @@ class DocumentList:
         return list(self.twins)
 
 
-def _hashes(urls: Iterable[str]) -> bytes:
-    return array("q", sorted({url_hash(u) for u in urls})).tobytes()
-
-
 def _unpack(blob: bytes) -> array[int]:
     values = array("q")
     values.frombytes(blob)
@@ -281,7 +277,8 @@ class BrowseMirror:
         # targets it writes as files ahead of their storing: key -> frontier entries.
         self._found: dict[str, tuple[str | None, str | None]] = {}
         self._ahead: dict[str, list[int]] = {}
-        self._joins: Joins = {}  # links resolved, across pages (see link_converter)
+        self._memory = Memory()  # what conversions remember across pages
+        self._hashed: dict[str, int] = {}  # url_hash of one conversion's targets (_prefetch)
         # The readings of pages that wrote links ahead, while they expect targets, with how many
         # (see _hold): a page converted again is not read again.
         self._readings: dict[int, tuple[HtmlReading, int]] = {}
@@ -517,10 +514,10 @@ class BrowseMirror:
             content, links = self.repository / path, PageLinks()
         else:
             content, links = convert_document(body, kind, codec, url, name, self._locate, page,
-                                              self._prefetch, self._joins)  # fmt: skip
+                                              self._prefetch, self._memory)  # fmt: skip
             if self.frontier is not None and (expected := self._expect(h, links.local)):
                 self._hold(h, page, expected)
-        local, absolute = _hashes(links.local), _hashes(links.absolute)
+        local, absolute = self._hashes(links.local), self._hashes(links.absolute)
         before = set(_unpack(old[1])) if old else set()
         after = set(_unpack(absolute))
         self.db.sql.executemany(
@@ -609,6 +606,13 @@ class BrowseMirror:
                     paths[key] = name
         self._found = found | {url: (key, paths.get(key)) for url, key in keys.items()}
         self._ahead = ahead
+        self._hashed = hashes
+
+    def _hashes(self, keys: Iterable[str]) -> bytes:
+        """The sorted url_hash values of ``keys`` (targets of the page just converted), as a
+        row keeps them."""
+        hashed = self._hashed
+        return array("q", sorted({hashed.get(k) or url_hash(k) for k in keys})).tobytes()
 
     def _in_frontier(self, keys: list[str]) -> dict[str, list[int]]:
         """Of ``keys``, those the crawl has queued or leased, with their frontier entries (a
