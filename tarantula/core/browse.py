@@ -105,6 +105,8 @@ def mirror_names(name: str) -> tuple[str, ...]:
 #: first, is percent-encoded, so the browser looks for the very name on disk. Parentheses and
 #: quotes are encoded too: the same link goes into unquoted CSS ``url()``.
 _NAME_SAFE = "!$&+,;=:@"
+# A name that quote() leaves as it is: unreserved characters and those of _NAME_SAFE only.
+_AS_IS = re.compile(r"[\w.~!$&+,;=:@-]*", re.ASCII)
 
 
 def relative_link(page_path: str, target_path: str) -> str:
@@ -128,7 +130,9 @@ def relative_link(page_path: str, target_path: str) -> str:
         if mine != theirs:
             break
         common += 1
-    parts = [".."] * (len(page) - common) + [quote(p, safe=_NAME_SAFE) for p in target[common:]]
+    parts = [".."] * (len(page) - common) + [
+        p if _AS_IS.fullmatch(p) else quote(p, safe=_NAME_SAFE) for p in target[common:]
+    ]
     link = "/".join(parts)
     return "./" + link if ":" in parts[0] else link
 
@@ -380,25 +384,13 @@ def map_refresh(content: str, convert: Convert) -> str:
 @dataclass
 class Memory:
     """What the conversions of a crawl's pages remember across pages (pages repeat their
-    navigation): links resolved, by the base's folder and the link as written, and relative
-    links, by the page's folder and the target's path. Each holds :data:`KEPT` entries at most
-    and is cleared when full."""
+    navigation): links resolved, by the base's folder and the link as written; :data:`KEPT`
+    at most, cleared when full."""
 
     joins: dict[tuple[str, str], str | None] = field(default_factory=dict)
-    relatives: dict[tuple[str, str], str] = field(default_factory=dict)
-
-    def relative(self, folder: str, page_path: str, target_path: str) -> str:
-        """:func:`relative_link` of a page in ``folder`` (its path up to its last ``/``)."""
-        known = (folder, target_path)
-        link = self.relatives.get(known)
-        if link is None:
-            if len(self.relatives) >= KEPT:
-                self.relatives.clear()
-            link = self.relatives[known] = relative_link(page_path, target_path)
-        return link
 
 
-#: Entries :class:`Memory` keeps of each kind (an entry with its strings: a few hundred bytes).
+#: Entries :class:`Memory` keeps (an entry with its strings: a few hundred bytes).
 KEPT = 16384
 # A relative path that resolution joins to the base's folder as it is (after ../ at its start),
 # and a fragment it leaves as it is: the join of the two is the path's with the fragment added.
@@ -425,8 +417,7 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     targets (their normalized URLs) of both kinds. ``joined`` remembers each link as written
     resolved (a page repeats its links; two converters of one page may share it); ``memory``
     remembers across pages the links whose resolution depends on the base's folder alone, as the
-    spider's link resolution does (:func:`tarantula.core.links.resolve_links`), and the
-    relative links written.
+    spider's link resolution does (:func:`tarantula.core.links.resolve_links`).
 
     >>> found = PageLinks()
     >>> convert = link_converter("http://ex.com/a/", "ex.com/a/index.html", None,
@@ -439,7 +430,6 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     join = resolver.join
     joins = memory.joins if memory is not None else None
     folder = resolver.folder if resolver.fast and joins is not None else None
-    page_folder = page_path.rpartition("/")[0]
     same_base = resolved.partition("#")[0] == page_url
     cache: dict[str, tuple[str | None, str | None]] = {}
     relative: dict[str, str] = {}
@@ -488,11 +478,7 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
         if path is not None and key is not None:
             found.local.add(key)
             if (written := relative.get(path)) is None:
-                written = relative[path] = (
-                    relative_link(page_path, path)
-                    if memory is None
-                    else memory.relative(page_folder, page_path, path)
-                )
+                written = relative[path] = relative_link(page_path, path)
             return written + hash_mark + fragment
         if key is not None:
             found.absolute.add(key)

@@ -102,6 +102,13 @@ def test_relative_link(page, target, link):
     assert link_target(page, link) == target
 
 
+@given(st.lists(st.text(min_size=1, max_size=8).filter(lambda name: "/" not in name), min_size=1,
+                max_size=4))  # fmt: skip
+def test_relative_link_writes_each_name_as_quote_does(names):
+    quoted = [quote(name, safe="!$&+,;=:@") for name in ["h", *names]]
+    assert relative_link("x/p.html", "/".join(["h", *names])) == "/".join(["..", *quoted])
+
+
 @pytest.mark.parametrize(
     ("link", "target"),
     [
@@ -518,7 +525,6 @@ def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
                          prefetch=lambda urls: None, memory=memory)  # fmt: skip
     assert memory.joins == {("http://ex.com/a/", "c.html"): "http://ex.com/a/c.html",
                             ("http://ex.com/b/", "c.html"): "http://ex.com/b/c.html"}  # fmt: skip
-    assert memory.relatives == {("ex.com/a", "ex.com/a/c.html"): "c.html"}
 
 
 @given(st.text(max_size=200))
