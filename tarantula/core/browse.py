@@ -390,7 +390,8 @@ class Memory:
     joins: dict[tuple[str, str], str | None] = field(default_factory=dict)
 
 
-#: Entries :class:`Memory` keeps (an entry with its strings: a few hundred bytes).
+#: Entries :class:`Memory` keeps (an entry with its strings: a few hundred bytes; a link longer
+#: than 512 characters, such as a ``data:`` URL, is not kept).
 KEPT = 16384
 # A relative path that resolution joins to the base's folder as it is (after ../ at its start),
 # and a fragment it leaves as it is: the join of the two is the path's with the fragment added.
@@ -449,7 +450,7 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     def convert(link: str) -> str | None:
         if link in joined:
             absolute = joined[link]
-        elif folder is not None and link[:1] > " " and link[0] not in "?#":
+        elif folder is not None and link[:1] > " " and link[0] not in "?#" and len(link) <= 512:
             assert joins is not None
             # A plain fragment is added to the link's join as it is, so pages that link to
             # different places of one target share the target's join.

@@ -518,6 +518,7 @@ def test_a_link_with_a_fragment_resolves_as_without_the_memory(href, fragment, p
 def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
     memory = Memory()
     page = b'<a href="c.html">c</a><a href="#top">top</a><a href="?p=2">2</a>'
+    page += b'<img src="data:image/png;base64,' + b"A" * 600 + b'">'  # too long to keep
     stored = locator({"http://ex.com/a/c.html": "ex.com/a/c.html"})
     for page_url in ("http://ex.com/a/x.html", "http://ex.com/a/y.html", "http://ex.com/b/"):
         path = _mirror_path(page_url, "html")
