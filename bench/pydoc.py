@@ -14,7 +14,8 @@ included), and how many of wget's converted pages still load something from the 
 opened online and from ``browse/`` with the network unreachable, and the two screenshots are
 compared. With ``--kinds``, Tarantula runs once a round per kind: ``browse`` (the default:
 ``browsable``), ``plain`` (no output but the mirror and the index), ``browse-warc`` (``browsable``
-and ``warc``). Medians are printed as a Markdown table.
+and ``warc``), ``requisites`` (``page-requisites`` alone) and ``warc`` (``warc``, with the page
+requisites it turns on). Medians are printed as a Markdown table.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ KINDS = {
     "browse": "browsable = yes;",
     "plain": "browsable = no;",
     "browse-warc": "browsable = yes;\nwarc = yes;",
+    "requisites": "browsable = no;\npage-requisites = yes;",
+    "warc": "browsable = no;\nwarc = yes;",
 }
 
 
@@ -133,7 +136,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--screenshot", action="store_true")
     parser.add_argument("--kinds", default="browse",
-                        help="Tarantula's crawls, by commas: browse, plain, browse-warc")  # fmt: skip
+                        help="Tarantula's crawls, by commas: " + ", ".join(KINDS))  # fmt: skip
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     if unknown := set(kinds) - set(KINDS):
@@ -164,7 +167,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for name, results in rows.items():
         last = results[-1]
-        print(f"| {name} | {_median(results, 'wall'):.1f} | {_median(results, 'cpu'):.1f} | {last['documents']} "
+        print(f"| {name} | {_median(results, 'wall'):.1f} | {_median(results, 'cpu'):.2f} | {last['documents']} "
               f"| {last['requisites']} | {last['problems']} | {last['network']} |")  # fmt: skip
     for name in names.values():
         print(name, rows[name][-1]["verify"])
