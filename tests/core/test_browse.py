@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urljoin
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from tarantula.core.browse import (
@@ -503,7 +503,9 @@ def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_u
 @given(st.one_of(_href, st.from_regex(r"(\.\./|\./)*[\w.;:/-]{0,12}", fullmatch=True)),
        st.sampled_from(["", "#x", "#a.b:c-d_9", "#", "#a b", "#%41", "#\t1", "#é", "#a#b",
                                " #x", "#x "]),
-       st.sampled_from(["http://ex.com/a/x.html", "https://ex.com/a/", "http://ex.com/"]))  # fmt: skip
+       st.sampled_from(["http://ex.com/a/x.html", "https://ex.com/a/", "http://ex.com/",
+                        "http://ex.com//docs/", "http://ex.com/a/./b/"]))  # fmt: skip
+@example("0", "#x", "http://ex.com//docs/")  # a one-character path is joined by urljoin
 def test_a_link_with_a_fragment_resolves_as_without_the_memory(href, fragment, page_url):
     link = href.partition("#")[0] + fragment
     memory = Memory()
