@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote_to_bytes
 
 from tarantula.core.css import apply_edits, map_css
+from tarantula.core.links import LINKS_KEPT
 from tarantula.core.reader import HtmlReading, Ref, read_html
 from tarantula.core.urls import LinkResolver, UrlRejected, page_base
 
@@ -106,7 +107,7 @@ def mirror_names(name: str) -> tuple[str, ...]:
 #: quotes are encoded too: the same link goes into unquoted CSS ``url()``.
 _NAME_SAFE = "!$&+,;=:@"
 # A name that quote() leaves as it is: unreserved characters and those of _NAME_SAFE only.
-_AS_IS = re.compile(r"[\w.~!$&+,;=:@-]*", re.ASCII)
+_AS_IS = re.compile(rf"[\w.~{re.escape(_NAME_SAFE)}-]*", re.ASCII)
 
 
 def relative_link(page_path: str, target_path: str) -> str:
@@ -381,18 +382,11 @@ def map_refresh(content: str, convert: Convert) -> str:
 # -- converting a document ------------------------------------------------------------------------
 
 
-@dataclass
-class Memory:
-    """What the conversions of a crawl's pages remember across pages (pages repeat their
-    navigation): links resolved, by the base's folder and the link as written; :data:`KEPT`
-    at most, cleared when full."""
-
-    joins: dict[tuple[str, str], str | None] = field(default_factory=dict)
-
-
-#: Entries :class:`Memory` keeps (an entry with its strings: a few hundred bytes; a link longer
-#: than 512 characters, such as a ``data:`` URL, is not kept).
-KEPT = 16384
+#: Links resolved across a crawl's pages (pages repeat their navigation), by the base's folder
+#: and the link as written (see :func:`link_converter`): as many as the spider's link resolution
+#: keeps (:data:`~tarantula.core.links.LINKS_KEPT`), cleared when full; a link longer than 512
+#: characters, such as a ``data:`` URL, is not kept.
+Joins = dict[tuple[str, str], "str | None"]
 # A relative path that resolution joins to the base's folder as it is (after ../ at its start),
 # and a fragment it leaves as it is: the join of the two is the path's with the fragment added.
 _PLAIN_PATH = re.compile(r"(?:\.\./)*+[\w-][\w.-]*+(?:/[\w-][\w.-]*+)*+/?", re.ASCII)
@@ -409,14 +403,14 @@ class PageLinks:
 
 def link_converter(page_url: str, page_path: str, base: str | None, locate: Locate,
                    found: PageLinks, joined: dict[str, str | None] | None = None,
-                   memory: Memory | None = None) -> Convert:  # fmt: skip
+                   joins: Joins | None = None) -> Convert:  # fmt: skip
     """The :data:`Convert` of the page at ``page_url`` (mirror path ``page_path``), whose
     ``<base href>`` is ``base``: each link is resolved against the base; a link to a stored
     document becomes a relative path (its fragment kept), one to any other http(s) URL that URL,
     absolute. Links that are not http(s) (``mailto:``, ``javascript:``, ``data:``), and fragment
     and empty links when the base is the page itself, stay as they are. ``found`` collects the
     targets (their normalized URLs) of both kinds. ``joined`` remembers each link as written
-    resolved (a page repeats its links; two converters of one page may share it); ``memory``
+    resolved (a page repeats its links; two converters of one page may share it); ``joins``
     remembers across pages the links whose resolution depends on the base's folder alone, as the
     spider's link resolution does (:func:`tarantula.core.links.resolve_links`).
 
@@ -429,7 +423,6 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     resolved = page_base(page_url, base)  # a broken or non-http(s) <base href> is ignored
     resolver = LinkResolver(resolved)
     join = resolver.join
-    joins = memory.joins if memory is not None else None
     folder = resolver.folder if resolver.fast and joins is not None else None
     same_base = resolved.partition("#")[0] == page_url
     cache: dict[str, tuple[str | None, str | None]] = {}
@@ -465,7 +458,7 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
             if known in joins:
                 absolute = joins[known]
             else:
-                if len(joins) >= KEPT:
+                if len(joins) >= LINKS_KEPT:
                     joins.clear()
                 absolute = joins[known] = resolve(head)
             if absolute is not None and mark:
@@ -511,14 +504,14 @@ def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
 def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, page_path: str,
                      locate: Locate, reading: HtmlReading | None = None,
                      prefetch: Callable[[list[str]], None] | None = None,
-                     memory: Memory | None = None) -> tuple[bytes, PageLinks]:  # fmt: skip
+                     joins: Joins | None = None) -> tuple[bytes, PageLinks]:  # fmt: skip
     """The browse copy of an HTML page or a CSS file (``kind``) stored at ``page_path`` for
     ``page_url``, decoded with ``codec`` (a Python codec name; None: UTF-8), and what it links
     to. A page without links to change is returned as it came. ``reading`` is the page's
     reading made when it was fetched, used when it is of the very text decoded here (else the
     page is read again). ``prefetch``, when given, is first told every absolute URL (without
     fragment) the document links to, so that ``locate`` can answer them from what it looked up
-    for them together. ``memory`` is :func:`link_converter`'s, across pages."""
+    for them together. ``joins`` is :func:`link_converter`'s, across pages."""
     found = PageLinks()
     text, codec_used = decode_page(body, codec)
     base = None
@@ -535,7 +528,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
             return None, None
 
         joined: dict[str, str | None] = {}
-        resolve = link_converter(page_url, page_path, base, note, PageLinks(), joined, memory)
+        resolve = link_converter(page_url, page_path, base, note, PageLinks(), joined, joins)
 
         def collect(link: str) -> None:
             resolve(link)  # the targets noted, and nothing to write: no text is built
@@ -547,7 +540,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         prefetch(list(targets))
     else:
         joined = {}
-    convert = link_converter(page_url, page_path, base, locate, found, joined, memory)
+    convert = link_converter(page_url, page_path, base, locate, found, joined, joins)
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)
     if converted == text:
         return body, found

@@ -14,7 +14,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from tarantula.core.browse import (
-    Memory,
+    Joins,
     PageLinks,
     base_href,
     convert_document,
@@ -493,11 +493,11 @@ def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_u
     stored = {normalize_url(url): _mirror_path(url, "html") for url in stored_urls}
     find = locator(stored)
 
-    memory = Memory()
+    joins: Joins = {}
     for page_url in page_urls:
         args = (html, "html", "utf-8", page_url, _mirror_path(page_url, "html"), find)
         alone = convert_document(*args, prefetch=lambda urls: None)
-        assert convert_document(*args, prefetch=lambda urls: None, memory=memory) == alone
+        assert convert_document(*args, prefetch=lambda urls: None, joins=joins) == alone
 
 
 @given(st.one_of(_href, st.from_regex(r"(\.\./|\./)*[\w.;:/-]{0,12}", fullmatch=True)),
@@ -508,26 +508,26 @@ def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_u
 @example("0", "#x", "http://ex.com//docs/")  # a one-character path is joined by urljoin
 def test_a_link_with_a_fragment_resolves_as_without_the_memory(href, fragment, page_url):
     link = href.partition("#")[0] + fragment
-    memory = Memory()
+    joins: Joins = {}
     for primed in (link.partition("#")[0], link):  # the target without and with the fragment
         found = PageLinks()
         with_memory = link_converter(page_url, "p.html", None, lambda url: (url, None),
-                                     found, {}, memory)(primed)  # fmt: skip
+                                     found, {}, joins)(primed)  # fmt: skip
         alone = link_converter(page_url, "p.html", None, lambda url: (url, None), PageLinks())
         assert with_memory == alone(primed), primed
 
 
 def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
-    memory = Memory()
+    joins: Joins = {}
     page = b'<a href="c.html">c</a><a href="#top">top</a><a href="?p=2">2</a>'
     page += b'<img src="data:image/png;base64,' + b"A" * 600 + b'">'  # too long to keep
     stored = locator({"http://ex.com/a/c.html": "ex.com/a/c.html"})
     for page_url in ("http://ex.com/a/x.html", "http://ex.com/a/y.html", "http://ex.com/b/"):
         path = _mirror_path(page_url, "html")
         convert_document(page, "html", "utf-8", page_url, path, stored,
-                         prefetch=lambda urls: None, memory=memory)  # fmt: skip
-    assert memory.joins == {("http://ex.com/a/", "c.html"): "http://ex.com/a/c.html",
-                            ("http://ex.com/b/", "c.html"): "http://ex.com/b/c.html"}  # fmt: skip
+                         prefetch=lambda urls: None, joins=joins)  # fmt: skip
+    assert joins == {("http://ex.com/a/", "c.html"): "http://ex.com/a/c.html",
+                     ("http://ex.com/b/", "c.html"): "http://ex.com/b/c.html"}  # fmt: skip
 
 
 @given(st.text(max_size=200))

@@ -37,7 +37,7 @@ from typing import Protocol
 
 from tarantula.core.browse import (
     COPY,
-    Memory,
+    Joins,
     PageLinks,
     browse_name,
     convert_document,
@@ -167,6 +167,11 @@ class DocumentList:
         return list(self.twins)
 
 
+def _reading_size(reading: HtmlReading) -> int:
+    """What a kept reading counts toward :data:`_READINGS_KEPT`."""
+    return len(reading.text) + _REF_SIZE * len(reading.refs or ())
+
+
 def _unpack(blob: bytes) -> array[int]:
     values = array("q")
     values.frombytes(blob)
@@ -277,7 +282,7 @@ class BrowseMirror:
         # targets it writes as files ahead of their storing: key -> frontier entries.
         self._found: dict[str, tuple[str | None, str | None]] = {}
         self._ahead: dict[str, list[int]] = {}
-        self._memory = Memory()  # what conversions remember across pages
+        self._joins: Joins = {}  # links resolved across pages (see link_converter)
         self._hashed: dict[str, int] = {}  # url_hash of one conversion's targets (_prefetch)
         # The readings of pages that wrote links ahead, while they expect targets, with how many
         # (see _hold): a page converted again is not read again.
@@ -514,7 +519,7 @@ class BrowseMirror:
             content, links = self.repository / path, PageLinks()
         else:
             content, links = convert_document(body, kind, codec, url, name, self._locate, page,
-                                              self._prefetch, self._memory)  # fmt: skip
+                                              self._prefetch, self._joins)  # fmt: skip
             if self.frontier is not None and (expected := self._expect(h, links.local)):
                 self._hold(h, page, expected)
         local, absolute = self._hashes(links.local), self._hashes(links.absolute)
@@ -558,7 +563,7 @@ class BrowseMirror:
         is room). Dropped when the page expects nothing more where it expects it."""
         if reading is None or reading.refs is None:
             return
-        size = len(reading.text) + _REF_SIZE * len(reading.refs)
+        size = _reading_size(reading)
         if self._held + size > _READINGS_KEPT:
             return
         slim = HtmlReading(reading.text, base=reading.base, refs=reading.refs)  # no links
@@ -571,8 +576,7 @@ class BrowseMirror:
         if held is None:
             return None
         reading = held[0]
-        assert reading.refs is not None
-        self._held -= len(reading.text) + _REF_SIZE * len(reading.refs)
+        self._held -= _reading_size(reading)
         return reading
 
     def _prefetch(self, urls: list[str]) -> None:
