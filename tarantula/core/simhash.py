@@ -13,12 +13,12 @@ Near fingerprints are found as the paper does: with a distance ``d`` the 64 bits
 looks up only the fingerprints that share a block with a page's.
 
 Why by hand: no maintained library computes a SimHash at a crawler's pace in pure Python (the
-``simhash`` package's per-feature loop costs milliseconds a page). Here the per-word hashes are
-cached across pages and joined as byte strings, a shingle's hash is the XOR of its three words'
-position hashes (one big-integer XOR for the whole page), and the 64 bit counts are 64 counters
-side by side, added bit-sliced in a dozen big-integer steps: about 0.5 ms for the fingerprint and
-as much for the words of a 3,400-word page on this project's 2-core test machine
-(docs/benchmarks.md).
+``simhash`` package's per-feature loop costs milliseconds a page). Here each word is hashed by
+xxHash's XXH3 (the ``xxhash`` package: a C call of about 40 ns, with no table to look up, so it
+costs in a crawl what it costs alone, where a dictionary of the site's words missed the CPU's
+caches at 0.2 µs a word), the hashes are joined as byte strings, a shingle's hash is the XOR of
+its three words' position hashes (one big-integer XOR for the whole page), and the 64 bit counts
+are 64 counters side by side, added bit-sliced in a dozen big-integer steps (docs/benchmarks.md).
 
 >>> a = fingerprint(" ".join(f"w{i}" for i in range(400)).encode())
 >>> b = fingerprint(" ".join(f"w{i}" for i in range(400) if i != 200).encode())
@@ -35,6 +35,8 @@ import hashlib
 import re
 from collections.abc import Iterator
 
+from xxhash import xxh3_64_digest
+
 BITS = 64
 #: Words in a shingle.
 SHINGLE = 3
@@ -50,20 +52,6 @@ _HIDDEN_END = {b"script": b"</script", b"style": b"</style", b"template": b"</te
 # The text: what follows each tag up to the next.
 _TEXT = re.compile(rb">\s*+([^<]++)")  # (white space alone between two tags is no text)
 _ALL = (1 << BITS) - 1
-
-
-class _WordHashes(dict[bytes, bytes]):
-    """A word's 64-bit hash, computed once per distinct word and kept: the vocabulary of a site
-    is small."""
-
-    def __missing__(self, word: bytes) -> bytes:
-        if len(self) > 500_000:  # a crawl of many languages: start again rather than grow
-            self.clear()
-        value = self[word] = hashlib.blake2b(word, digest_size=8).digest()
-        return value
-
-
-_HASHES = _WordHashes()
 
 
 def _permutation(seed: int) -> bytes:
@@ -111,7 +99,7 @@ def fingerprint_words(words: list[bytes]) -> int | None:
     count = len(words) - SHINGLE + 1
     # Shingle i's hash: hash(word i) ^ second(word i+1) ^ third(word i+2), in lane i (64 bits)
     # of one big integer; one XOR gives them all.
-    hashes = b"".join(map(_HASHES.__getitem__, words))
+    hashes = b"".join(map(xxh3_64_digest, words))
     first = int.from_bytes(hashes, "little")
     second = int.from_bytes(hashes.translate(_SECOND), "little") >> 64
     third = int.from_bytes(hashes.translate(_THIRD), "little") >> 128
