@@ -448,11 +448,7 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
             # A plain fragment is added to the link's join as it is, so pages that link to
             # different places of one target share the target's join.
             head, mark, fragment = link.partition("#")
-            if mark and not (
-                len(head) > 1  # (a one-character link is joined by urljoin, not as it is)
-                and _PLAIN_FRAGMENT.fullmatch(fragment)
-                and _PLAIN_PATH.fullmatch(head)
-            ):
+            if mark and not (_PLAIN_FRAGMENT.fullmatch(fragment) and _PLAIN_PATH.fullmatch(head)):
                 head, mark, fragment = link, "", ""
             known = (folder, head)
             if known in joins:

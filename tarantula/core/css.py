@@ -12,6 +12,8 @@ the URLs changes.
 'a { background: url( "X.PNG" ) } @import \\'Y.CSS\\'; b { c: url(Z.PNG) }'
 >>> map_css("p { background: url(a.png) }", lambda url: "a (1).png")
 'p { background: url("a (1).png") }'
+>>> map_css("background: url(a.png", str.upper)  # unclosed at the end, as browsers read it
+'background: url(A.PNG'
 """
 
 from __future__ import annotations
@@ -58,10 +60,10 @@ def css_refs(css: str) -> tuple[CssRef, ...]:
     for token, after in _walk(tokens):
         if isinstance(token, ast.URLToken):
             start = offset(token)
-            end = _url_token_end(css, start)
-            inner = css[start + 4 : end - 1]
+            close = _scan(css, start + 4, ")")  # its ")", or the text's end for an unclosed one
+            inner = css[start + 4 : close]
             first = start + 4 + len(inner) - len(inner.lstrip(_WS))
-            last = end - 1 - (len(inner) - len(inner.rstrip(_WS)))
+            last = close - (len(inner) - len(inner.rstrip(_WS)))
             refs.append(CssRef(first, last, token.value, ""))
         elif isinstance(token, ast.FunctionBlock) and token.lower_name == "url":
             string = next((t for t in token.arguments if isinstance(t, ast.StringToken)), None)
@@ -98,11 +100,6 @@ def _scan(css: str, i: int, stops: str) -> int:
         else:
             i += 1
     return len(css)
-
-
-def _url_token_end(css: str, start: int) -> int:
-    """Where the unquoted ``url(...)`` at ``start`` ends (after its ``)``, or the text's end)."""
-    return min(_scan(css, start + 4, ")") + 1, len(css))
 
 
 def _string_ref(css: str, start: int, value: str) -> CssRef:

@@ -29,7 +29,7 @@ import hashlib
 import ipaddress
 import re
 from functools import lru_cache
-from urllib.parse import quote, unquote_to_bytes, urljoin
+from urllib.parse import quote, unquote_to_bytes, urljoin, urlsplit, urlunsplit
 
 import idna
 
@@ -98,12 +98,35 @@ def join_url(base: str, href: str) -> str:
         cut = end.start() if end else len(href)
         href = href[:cut].replace("\\", "/") + href[cut:]
     try:
-        return urljoin(base, href)
+        joined = urljoin(base, href)
     except ValueError as exc:
         raise InvalidUrl(f"cannot resolve {href!r} against {base!r}: {exc}") from exc
+    return _with_empty_segments(base, href) or joined
 
 
 _QUERY_OR_FRAGMENT = re.compile("[?#]")
+
+
+def _with_empty_segments(base: str, href: str) -> str | None:
+    """The join of a path reference to an http(s) URL when its path or its base's folder holds an
+    empty segment (``//``), which browsers and RFC 3986 keep and urljoin folds away; None for any
+    other join, which urljoin makes as they do.
+
+    >>> join_url("http://ex.com//docs/", "a"), join_url("http://ex.com/docs/", "a//b/../c")
+    ('http://ex.com//docs/a', 'http://ex.com/docs/a//c')
+    >>> join_url("http://ex.com/a//b/c", "../../d?q#f"), join_url("http://ex.com/a/b", "/x//y")
+    ('http://ex.com/a/d?q#f', 'http://ex.com/x//y')
+    """
+    if not href or href[0] in "?#" or href.startswith("//") or _SCHEME.match(href):
+        return None
+    scheme, netloc, path, _, _ = urlsplit(base)
+    if scheme.lower() not in _DEFAULT_PORTS or not netloc:
+        return None
+    _, _, own, query, fragment = urlsplit(href)
+    merged = own if own.startswith("/") else (path[: path.rfind("/") + 1] or "/") + own
+    if "//" not in merged:
+        return None
+    return urlunsplit((scheme, netloc, _remove_dot_segments(merged), query, fragment))
 
 
 def query_in_encoding(href: str, encoding: str | None) -> str:
@@ -174,7 +197,10 @@ class LinkResolver:
         path = "/" + path.partition("?")[0].partition("#")[0] if slash else "/"
         self.scheme = scheme
         self.root = f"{scheme}://{authority}"
-        self.folder = self.root + path[: path.rfind("/") + 1]
+        folder = path[: path.rfind("/") + 1]
+        # The folder relative links are merged with: a base's own dot segments count for nothing
+        # once the merged path's are removed (a <base href> is used as written).
+        self.folder = self.root + (_remove_dot_segments(folder) if "/." in folder else folder)
         self.without_query = self.root + path
         self.without_fragment = base.partition("#")[0]
 

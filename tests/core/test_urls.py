@@ -415,11 +415,14 @@ def test_scheme_case_and_fragment_do_not_matter(scheme, host, port, path, fragme
 hrefs = st.one_of(
     st.sampled_from(["", "#", "?", "/", "//", ".", "..", "a", "a/b", "./a", "../a", "/a/../b", "?q=1", "#f",
                      "http://o.org/x", "https://o.org", "//o.org/p", "mailto:x@y", "a:b", "[", "\\x", " b ",
-                     "../", "./", "../../a/b.html?x#y", "./../a", "../.x", "../a:b", "../../../../a"]),
+                     "../", "./", "../../a/b.html?x#y", "./../a", "../.x", "../a:b", "../../../../a", "a//b",
+                     "/a//b/../c", "..//x", "2", "22", "2#top", "22#top"]),
     st.text(alphabet="ab/.?#:%@ \t", max_size=12),
 )  # fmt: skip
 bases = st.sampled_from(["http://ex.com/a/b.html?q#f", "https://ex.com:8443/", "http://ex.com", "http://[::1]/d/",
-                         "http://u@ex.com/a/", "http://ex.com/a?x/y", "http://ex.com/a/b/c/d.html"])  # fmt: skip
+                         "http://u@ex.com/a/", "http://ex.com/a?x/y", "http://ex.com/a/b/c/d.html",
+                         "http://ex.com//docs/", "http://ex.com/a/./b/", "http://ex.com/a//b/c.html",
+                         "http://ex.com/a/../b/.."])  # fmt: skip
 
 
 @given(bases, hrefs)
@@ -432,6 +435,25 @@ def test_link_resolver_agrees_with_join_url(base, href):
         return
     got = LinkResolver(base).join(href)
     assert got == expected or normalize_or_none(got) == normalize_or_none(expected)
+
+
+@pytest.mark.parametrize(
+    ("base", "href", "joined"),
+    [
+        # Empty path segments are kept, as browsers keep them (urljoin folds them away): a page
+        # of http://ex.com//docs/ links the same folder by "2" and by "22".
+        ("http://ex.com//docs/", "2", "http://ex.com//docs/2"),
+        ("http://ex.com//docs/", "22#top", "http://ex.com//docs/22#top"),
+        ("http://ex.com//docs/", "../x", "http://ex.com//x"),
+        ("http://ex.com/a/", "b//c/./d/..", "http://ex.com/a/b//c/"),
+        ("http://ex.com/a/b", "/x//y?q", "http://ex.com/x//y?q"),
+        ("http://ex.com", "a//b", "http://ex.com/a//b"),
+        ("http://ex.com/a/b/", "../../../c", "http://ex.com/c"),  # no higher than the root
+    ],
+)
+def test_a_join_keeps_empty_segments_as_browsers_do(base, href, joined):
+    assert join_url(base, href) == joined
+    assert LinkResolver(base).join(href) == joined
 
 
 def normalize_or_none(url):
