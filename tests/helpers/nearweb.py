@@ -163,8 +163,10 @@ def serve_near_web(server: SiteServer, *, endless: bool = False) -> str:
             links = "".join(
                 f'<a href="/news/1?t={k}">again {k}</a> ' for k in range(1, CLOCK_VARIANTS + 1)
             )
-            body = f"<p>Page made at {clock}.</p><p>{words('news', 900)}</p>"
-            return _page("News", body + ("" if query else f"<p>{links}</p>"))
+            # Every one shows the same links, as a news site's pages do: the pages differ by
+            # their clock alone, and news/1, which links them, is always met first.
+            body = f"<p>Page made at {clock}.</p><p>{words('news', 900)}</p><p>{links}</p>"
+            return _page("News", body)
         if segments[:1] == ["calendar"] and len(segments) == 4:
             return _calendar_day(int(segments[3]), endless)
         return Resource(b"not here", 404, {"Content-Type": "text/plain"})
