@@ -98,6 +98,7 @@ def join_url(base: str, href: str) -> str:
         cut = end.start() if end else len(href)
         href = href[:cut].replace("\\", "/") + href[cut:]
     try:
+        base = _parsed_base(base)
         joined = urljoin(base, href)
     except ValueError as exc:
         raise InvalidUrl(f"cannot resolve {href!r} against {base!r}: {exc}") from exc
@@ -105,6 +106,21 @@ def join_url(base: str, href: str) -> str:
 
 
 _QUERY_OR_FRAGMENT = re.compile("[?#]")
+
+
+def _parsed_base(base: str) -> str:
+    """An http(s) base URL with its path's dot segments removed, as a browser parses a base before
+    it resolves anything against it (a ``<base href>`` is used as written).
+
+    >>> join_url("http://ex.com/a/b//..", "c"), join_url("http://ex.com/a//../b/", "c")
+    ('http://ex.com/a/b/c', 'http://ex.com/a/b/c')
+    """
+    if "/." not in base:
+        return base
+    scheme, netloc, path, query, fragment = urlsplit(base)
+    if scheme.lower() not in _DEFAULT_PORTS or "/." not in path:
+        return base
+    return urlunsplit((scheme, netloc, _remove_dot_segments(path), query, fragment))
 
 
 def _with_empty_segments(base: str, href: str) -> str | None:
@@ -117,10 +133,16 @@ def _with_empty_segments(base: str, href: str) -> str | None:
     >>> join_url("http://ex.com/a//b/c", "../../d?q#f"), join_url("http://ex.com/a/b", "/x//y")
     ('http://ex.com/a/d?q#f', 'http://ex.com/x//y')
     """
-    if not href or href[0] in "?#" or href.startswith("//") or _SCHEME.match(href):
+    if "//" not in href and "//" not in base.partition("://")[2]:  # most joins: no empty segment
         return None
     scheme, netloc, path, _, _ = urlsplit(base)
     if scheme.lower() not in _DEFAULT_PORTS or not netloc:
+        return None
+    if (named := _SCHEME.match(href)) is not None:
+        if named[1].lower() != scheme.lower():
+            return None
+        href = href[named.end() :]  # "http:a" on an http page is the relative "a" to a browser
+    if not href or href[0] in "?#" or href.startswith("//"):
         return None
     _, _, own, query, fragment = urlsplit(href)
     merged = own if own.startswith("/") else (path[: path.rfind("/") + 1] or "/") + own
@@ -193,16 +215,20 @@ class LinkResolver:
         scheme, colon, rest = base.partition("://")
         simple = colon and scheme in ("http", "https") and "#" not in rest.partition("?")[0]
         authority, slash, path = rest.partition("/")
-        self.fast = bool(simple and authority and "@" not in authority and "\\" not in rest)
+        self.fast = bool(
+            simple and authority and "@" not in authority and "?" not in authority
+            and "\\" not in rest
+        )  # fmt: skip
         path = "/" + path.partition("?")[0].partition("#")[0] if slash else "/"
         self.scheme = scheme
         self.root = f"{scheme}://{authority}"
-        folder = path[: path.rfind("/") + 1]
-        # The folder relative links are merged with: a base's own dot segments count for nothing
-        # once the merged path's are removed (a <base href> is used as written).
-        self.folder = self.root + (_remove_dot_segments(folder) if "/." in folder else folder)
-        self.without_query = self.root + path
         self.without_fragment = base.partition("#")[0]
+        if "/." in path:  # as join_url parses a base (a <base href> is used as written)
+            path = _remove_dot_segments(path)
+            _, mark, query = self.without_fragment.partition("?")
+            self.without_fragment = self.root + path + mark + query
+        self.folder = self.root + path[: path.rfind("/") + 1]
+        self.without_query = self.root + path
 
     def join(self, href: str) -> str:
         """``href`` resolved against the base; raises :class:`InvalidUrl` like :func:`join_url`."""

@@ -416,13 +416,14 @@ hrefs = st.one_of(
     st.sampled_from(["", "#", "?", "/", "//", ".", "..", "a", "a/b", "./a", "../a", "/a/../b", "?q=1", "#f",
                      "http://o.org/x", "https://o.org", "//o.org/p", "mailto:x@y", "a:b", "[", "\\x", " b ",
                      "../", "./", "../../a/b.html?x#y", "./../a", "../.x", "../a:b", "../../../../a", "a//b",
-                     "/a//b/../c", "..//x", "2", "22", "2#top", "22#top"]),
+                     "/a//b/../c", "..//x", "2", "22", "2#top", "22#top", "http:c", "http:c//d", "https:c"]),
     st.text(alphabet="ab/.?#:%@ \t", max_size=12),
 )  # fmt: skip
 bases = st.sampled_from(["http://ex.com/a/b.html?q#f", "https://ex.com:8443/", "http://ex.com", "http://[::1]/d/",
                          "http://u@ex.com/a/", "http://ex.com/a?x/y", "http://ex.com/a/b/c/d.html",
                          "http://ex.com//docs/", "http://ex.com/a/./b/", "http://ex.com/a//b/c.html",
-                         "http://ex.com/a/../b/.."])  # fmt: skip
+                         "http://ex.com/a/../b/..", "http://ex.com/a/b//..", "http://ex.com/a//../b/",
+                         "http://ex.com?q", "http://ex.com//docs/x.html?a=1#f"])  # fmt: skip
 
 
 @given(bases, hrefs)
@@ -449,6 +450,12 @@ def test_link_resolver_agrees_with_join_url(base, href):
         ("http://ex.com/a/b", "/x//y?q", "http://ex.com/x//y?q"),
         ("http://ex.com", "a//b", "http://ex.com/a//b"),
         ("http://ex.com/a/b/", "../../../c", "http://ex.com/c"),  # no higher than the root
+        # A base is parsed as a browser parses it, its dot segments removed first (a <base href>
+        # comes as written); "http:c" on an http page is a relative link to a browser.
+        ("http://ex.com/a/b//..", "c", "http://ex.com/a/b/c"),
+        ("http://ex.com//..", "2", "http://ex.com/2"),
+        ("http://ex.com/a//../b/", "http:c", "http://ex.com/a/b/c"),
+        ("http://ex.com//docs/", "http:c//d", "http://ex.com//docs/c//d"),
     ],
 )
 def test_a_join_keeps_empty_segments_as_browsers_do(base, href, joined):
