@@ -99,10 +99,9 @@ def join_url(base: str, href: str) -> str:
         href = href[:cut].replace("\\", "/") + href[cut:]
     try:
         base = _parsed_base(base)
-        joined = urljoin(base, href)
+        return _path_join(base, href) or urljoin(base, href)
     except ValueError as exc:
         raise InvalidUrl(f"cannot resolve {href!r} against {base!r}: {exc}") from exc
-    return _with_empty_segments(base, href) or joined
 
 
 _QUERY_OR_FRAGMENT = re.compile("[?#]")
@@ -123,31 +122,31 @@ def _parsed_base(base: str) -> str:
     return urlunsplit((scheme, netloc, _remove_dot_segments(path), query, fragment))
 
 
-def _with_empty_segments(base: str, href: str) -> str | None:
-    """The join of a path reference to an http(s) URL when its path or its base's folder holds an
-    empty segment (``//``), which browsers and RFC 3986 keep and urljoin folds away; None for any
-    other join, which urljoin makes as they do.
+def _path_join(base: str, href: str) -> str | None:
+    """The join of a path reference (a relative or an absolute path, with its query and fragment)
+    to an http(s) base, as RFC 3986 and browsers make it; None for any other reference, which
+    urljoin makes as they do. urljoin would fold empty segments (``//``) away and drop a trailing
+    ``;`` (an empty parameter of its older URL syntax).
 
-    >>> join_url("http://ex.com//docs/", "a"), join_url("http://ex.com/docs/", "a//b/../c")
-    ('http://ex.com//docs/a', 'http://ex.com/docs/a//c')
+    >>> join_url("http://ex.com//docs/", "a"), join_url("http://ex.com/docs/", "a//b/../c;")
+    ('http://ex.com//docs/a', 'http://ex.com/docs/a//c;')
     >>> join_url("http://ex.com/a//b/c", "../../d?q#f"), join_url("http://ex.com/a/b", "/x//y")
     ('http://ex.com/a/d?q#f', 'http://ex.com/x//y')
     """
-    if "//" not in href and "//" not in base.partition("://")[2]:  # most joins: no empty segment
+    if not href or href[0] in "?#" or href.startswith("//"):
         return None
+    if (named := _SCHEME.match(href)) is not None:
+        rest = href[named.end() :]
+        if not rest or rest[0] in "?#" or rest.startswith("//"):
+            return None
+        if named[1].lower() != base.partition(":")[0].lower():
+            return None
+        href = rest  # "http:a" on an http page is the relative "a" to a browser
     scheme, netloc, path, _, _ = urlsplit(base)
     if scheme.lower() not in _DEFAULT_PORTS or not netloc:
         return None
-    if (named := _SCHEME.match(href)) is not None:
-        if named[1].lower() != scheme.lower():
-            return None
-        href = href[named.end() :]  # "http:a" on an http page is the relative "a" to a browser
-    if not href or href[0] in "?#" or href.startswith("//"):
-        return None
     _, _, own, query, fragment = urlsplit(href)
     merged = own if own.startswith("/") else (path[: path.rfind("/") + 1] or "/") + own
-    if "//" not in merged:
-        return None
     return urlunsplit((scheme, netloc, _remove_dot_segments(merged), query, fragment))
 
 
