@@ -116,7 +116,10 @@ def _parsed_base(base: str) -> str:
     """
     if "/." not in base:
         return base
-    scheme, netloc, path, query, fragment = urlsplit(base)
+    try:
+        scheme, netloc, path, query, fragment = urlsplit(base)
+    except ValueError:  # an authority urlsplit cannot read: the join says so
+        return base
     if scheme.lower() not in _DEFAULT_PORTS or "/." not in path:
         return base
     return urlunsplit((scheme, netloc, _remove_dot_segments(path), query, fragment))
@@ -211,6 +214,7 @@ class LinkResolver:
 
     def __init__(self, base: str) -> None:
         self.base = base
+        base = _parsed_base(base)  # as join_url reads it (a <base href> comes as written)
         scheme, colon, rest = base.partition("://")
         simple = colon and scheme in ("http", "https") and "#" not in rest.partition("?")[0]
         authority, slash, path = rest.partition("/")
@@ -221,13 +225,9 @@ class LinkResolver:
         path = "/" + path.partition("?")[0].partition("#")[0] if slash else "/"
         self.scheme = scheme
         self.root = f"{scheme}://{authority}"
-        self.without_fragment = base.partition("#")[0]
-        if "/." in path:  # as join_url parses a base (a <base href> is used as written)
-            path = _remove_dot_segments(path)
-            _, mark, query = self.without_fragment.partition("?")
-            self.without_fragment = self.root + path + mark + query
         self.folder = self.root + path[: path.rfind("/") + 1]
         self.without_query = self.root + path
+        self.without_fragment = base.partition("#")[0]
 
     def join(self, href: str) -> str:
         """``href`` resolved against the base; raises :class:`InvalidUrl` like :func:`join_url`."""
