@@ -158,3 +158,13 @@ def block_keys(value: int, distance: int) -> Iterator[int]:
     cut = blocks(distance)
     for number, (shift, width) in enumerate(cut):
         yield (len(cut) << 40) | (number << 32) | ((value >> shift) & ((1 << width) - 1))
+
+
+def block_codes(value: int, distance: int) -> list[bytes]:
+    """:func:`block_keys` in 6 bytes each, as a store keeps them: the block count, the block's
+    number, and its (at most 32) bits.
+
+    >>> [code.hex() for code in block_codes(0x0123456789ABCDEF, 3)]
+    ['04000000cdef', '0401000089ab', '040200004567', '040300000123']
+    """
+    return [key.to_bytes(6, "big") for key in block_keys(value, distance)]

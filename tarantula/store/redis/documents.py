@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, restored, shortened, split
-from tarantula.core.simhash import block_keys
+from tarantula.core.simhash import block_codes
 from tarantula.store.outputs import CommitHooks, OutputFiles
 from tarantula.store.redis.codec import seen_bucket, url_id
 from tarantula.store.redis.essentials import (
@@ -240,7 +240,7 @@ class RedisDocumentStore(OutputFiles):
         def fill(batch: Batch) -> None:
             if md5 is not None:
                 self.scripts.add(batch, "release", self.keys, [self.prefix, content_key(md5), url])
-            self.scripts.add(batch, "forget_near", self.keys, [self.prefix, url])
+            self.scripts.add(batch, "forget_near", self.keys, [self.prefix, url_id(url)[0]])
 
         self._execute(fill)
 
@@ -266,9 +266,8 @@ class RedisDocumentStore(OutputFiles):
 
         def fill(batch: Batch) -> None:
             for url, fingerprint, distance, claim in claims:
-                keys = [str(key) for key in block_keys(fingerprint, distance)]
-                args = [self.prefix, url, fingerprint.to_bytes(8, "big"), distance, int(claim),
-                        self.worker, *keys]  # fmt: skip
+                args = [self.prefix, url, url_id(url)[0], fingerprint.to_bytes(8, "big"), distance,
+                        int(claim), self.worker, *block_codes(fingerprint, distance)]  # fmt: skip
                 self.scripts.add(batch, "claim_near", self.keys, args)
 
         return [
@@ -284,25 +283,38 @@ class RedisDocumentStore(OutputFiles):
         conf, kept = self.prefix + "conf", self.prefix + "fp"
         cut = cast("bytes | None", self.client.hget(conf, "near-distance"))
         if cut is not None and int(cut) != distance:
+            # Every page's blocks cut again: the buckets made anew, each page's codes rewritten.
+            old = list(self.client.scan_iter(self.prefix + "fpb:*", count=1000))
+            for at in range(0, len(old), 1000):
+                self.client.delete(*old[at : at + 1000])
+            buckets: dict[bytes, dict[bytes, bytes]] = {}
             cursor = 0
             while True:
                 cursor, page = cast("tuple[int, dict[bytes, bytes]]",
                                     self.client.hscan(kept, cursor, count=1000))  # fmt: skip
                 pipe = self.client.pipeline(transaction=False)
-                for url, raw in page.items():
-                    for old in filter(None, raw[8:].split(b",")):
-                        pipe.srem(self.prefix + "fpb:" + old.decode(), url)
-                    keys = [
-                        str(key) for key in block_keys(int.from_bytes(raw[:8], "big"), distance)
-                    ]
-                    for key in keys:
-                        pipe.sadd(self.prefix + "fpb:" + key, url)
-                    pipe.hset(kept, url, raw[:8] + ",".join(keys).encode())
+                for id_, raw in page.items():
+                    codes = block_codes(int.from_bytes(raw[:8], "big"), distance)
+                    for code in codes:
+                        bucket, field = self._block_place(code)
+                        fields = buckets.setdefault(bucket, {})
+                        fields[field] = fields.get(field, b"") + id_
+                    pipe.hset(kept, id_, raw[:8] + b"".join(codes) + raw[8 + 6 * raw[8] :])
                 pipe.execute()
                 if cursor == 0:
                     break
+            pipe = self.client.pipeline(transaction=False)
+            for bucket, fields in buckets.items():
+                for field, pages in fields.items():
+                    pipe.hset(bucket, field, pages)
+            pipe.execute()
         self.client.hset(conf, "near-distance", distance)
         self._near_distance = distance
+
+    def _block_place(self, code: bytes) -> tuple[bytes, bytes]:
+        """The bucket and field of a block code, as documents.lua's ``block_place`` makes them."""
+        bucket = f"fpb:{code[0]}:{code[1]}:{int.from_bytes(code[4:6], 'big') % 4096}"
+        return (self.prefix + bucket).encode(), code[2:6]
 
     def add_near_duplicate(self, url: str, original: str, distance: int) -> None:
         """Record ``url`` as a near-duplicate of the stored ``original`` (listed in this folder's
@@ -402,7 +414,7 @@ class RedisDocumentStore(OutputFiles):
 
         def fill(batch: Batch) -> None:
             self.scripts.add(batch, "remove", self.keys, [self.prefix, url_id(url)[0]])
-            self.scripts.add(batch, "forget_near", self.keys, [self.prefix, url])
+            self.scripts.add(batch, "forget_near", self.keys, [self.prefix, url_id(url)[0]])
 
         doc = _essentials(self._execute(fill)[0])
         if doc is not None:

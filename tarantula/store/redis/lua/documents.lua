@@ -67,9 +67,14 @@ local function free_path(key)
   redis.call('SREM', set, member)
 end
 
--- Near-duplicates (claim_near.lua): each fingerprint in ``fp`` (URL -> its 8 bytes, then its
--- block keys joined by commas), under each block key in a set ``fpb:<key>``; ``fpc`` holds the
--- worker of a page claimed on its way to be stored (store.lua ends the claim).
+-- Near-duplicates (claim_near.lua). ``fp`` maps a fingerprinted page's URL hash to its fingerprint
+-- (8 bytes), its block codes (6 bytes each: the block count, the block's number, its 4 bytes; the
+-- first byte is then the count) and its URL. A page is found by its blocks in hashes of at most
+-- 4,096 buckets a block number, ``fpb:<count>:<number>:<the block's low 12 bits>``, whose field
+-- is the block's 4 bytes and whose value the URL hashes (8 bytes each) of the pages with that
+-- block: a few thousand small hashes rather than a set a block value, each a key with its own
+-- overhead (docs/benchmarks.md). ``fpc`` holds the worker of a page claimed on its way to be
+-- stored, by URL hash (store.lua ends the claim).
 local POPCOUNT = {}
 for i = 0, 255 do
   local count, n = 0, i
@@ -83,12 +88,39 @@ local function bits_apart(a, b)
   return count
 end
 
-local function forget_fingerprint(url)
-  local raw = redis.call('HGET', P .. 'fp', url)
+-- The bucket and field of a block code (see above).
+local function block_place(code)
+  local count, number, b5, b6 = string.byte(code, 1), string.byte(code, 2), string.byte(code, 5, 6)
+  return P .. 'fpb:' .. count .. ':' .. number .. ':' .. ((b5 % 16) * 256 + b6), string.sub(code, 3, 6)
+end
+
+-- The block codes of a ``fp`` value, and its URL.
+local function fingerprint_parts(raw)
+  local codes = {}
+  local count = string.byte(raw, 9)
+  for i = 0, count - 1 do codes[#codes + 1] = string.sub(raw, 9 + 6 * i, 14 + 6 * i) end
+  return codes, string.sub(raw, 9 + 6 * count)
+end
+
+local function forget_fingerprint(id)
+  local raw = redis.call('HGET', P .. 'fp', id)
   if not raw then return end
-  for key in string.gmatch(string.sub(raw, 9), '[^,]+') do
-    redis.call('SREM', P .. 'fpb:' .. key, url)
+  for _, code in ipairs((fingerprint_parts(raw))) do
+    local bucket, field = block_place(code)
+    local ids = redis.call('HGET', bucket, field)
+    if ids then
+      local kept = {}
+      for j = 1, #ids, 8 do
+        local other = string.sub(ids, j, j + 7)
+        if other ~= id then kept[#kept + 1] = other end
+      end
+      if #kept == 0 then
+        redis.call('HDEL', bucket, field)
+      else
+        redis.call('HSET', bucket, field, table.concat(kept))
+      end
+    end
   end
-  redis.call('HDEL', P .. 'fp', url)
-  redis.call('HDEL', P .. 'fpc', url)
+  redis.call('HDEL', P .. 'fp', id)
+  redis.call('HDEL', P .. 'fpc', id)
 end

@@ -30,7 +30,7 @@ end
 local value = pack_u32(generation) .. writer .. depth .. md5 .. pkey .. member .. rest
 redis.call('HSET', K.docs, id, value)
 -- Its fingerprint, claimed on its way (claim_near.lua), is a stored page's now.
-redis.call('HDEL', P .. 'fpc', doc_url(value))
+redis.call('HDEL', P .. 'fpc', id)
 redis.call('HSET', K.md5, content, id)
 if not raw or doc_path(raw) ~= pkey then take_path(pkey) end
 redis.call('HDEL', K.claims, content)
