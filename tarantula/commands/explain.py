@@ -12,6 +12,7 @@ rule and the first page it met the link on (:mod:`tarantula.store.folder.met`).
 
 from __future__ import annotations
 
+import functools
 import http.client
 import ssl
 import time
@@ -36,10 +37,16 @@ if TYPE_CHECKING:
     import argparse
 
 
-#: The crawl does not check certificates (Scrapy's default), and neither does explain.
-_UNVERIFIED = ssl.create_default_context()
-_UNVERIFIED.check_hostname = False
-_UNVERIFIED.verify_mode = ssl.CERT_NONE
+@functools.cache
+def _unverified() -> ssl.SSLContext:
+    """The crawl does not check certificates (Scrapy's default), and neither does explain. Made
+    when first used, without the system's CA certificates (``create_default_context`` loads
+    them: some 20 ms at every start of every command, the crawl's included)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
 
 #: RFC 9309 2.3.1.2: at least five redirects are followed for robots.txt.
 ROBOTS_REDIRECTS = 5
@@ -72,7 +79,7 @@ def _get(config: CrawlConfig, url: str) -> tuple[int | None, bytes, str | None]:
     connection: http.client.HTTPConnection
     if url.startswith("https:"):
         connection = http.client.HTTPSConnection(
-            address or host.strip("[]"), port, timeout=10, context=_UNVERIFIED
+            address or host.strip("[]"), port, timeout=10, context=_unverified()
         )
     else:
         connection = http.client.HTTPConnection(address or host.strip("[]"), port, timeout=10)

@@ -353,3 +353,37 @@ def test_the_page_is_self_contained_and_escapes_what_came_from_the_web(tmp_path)
     assert re.search(r'data-key="documents"><dt>Documents stored</dt><dd>4 <small>of 10', page)
     assert "unfinished (closespider_timeout)" in text
     assert "summed over the runs that left their counters (not run 2: killed" in text
+
+
+def test_the_report_template_is_compiled_once_and_a_cache_out_of_reach_is_none(
+    tmp_path, monkeypatch
+):
+    """The compiled template is kept for the next crawl in a private folder under the temporary
+    one; where that folder is not the user's own, or cannot be written, the report is made all
+    the same, with no cache."""
+    import os
+    import tempfile
+
+    from tarantula.core import page
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    page.template.cache_clear()
+    try:
+        assert page.template().render  # compiled, and written to the cache
+        folder = tmp_path / f"_jinja2-cache-{os.getuid()}"
+        assert [p.suffix for p in folder.iterdir()] == [".cache"]
+        page.template.cache_clear()
+        assert page.template().render  # loaded from it
+        for kept in folder.iterdir():
+            kept.write_bytes(b"not bytecode")  # a broken copy is no copy
+        page.template.cache_clear()
+        assert page.template().render
+        for kept in folder.iterdir():
+            kept.unlink()
+        folder.rmdir()
+        folder.write_text("")  # no folder to be had: Jinja2 refuses what is there
+        assert page._bytecode_cache() is None
+        page.template.cache_clear()
+        assert page.template().render
+    finally:
+        page.template.cache_clear()
