@@ -91,7 +91,8 @@ end
 -- The bucket and field of a block code (see above).
 local function block_place(code)
   local count, number, b5, b6 = string.byte(code, 1), string.byte(code, 2), string.byte(code, 5, 6)
-  return P .. 'fpb:' .. count .. ':' .. number .. ':' .. ((b5 % 16) * 256 + b6), string.sub(code, 3, 6)
+  local bucket = P .. 'fpb:' .. count .. ':' .. number .. ':' .. ((b5 % 16) * 256 + b6)
+  return bucket, string.sub(code, 3, 6)
 end
 
 -- The block codes of a ``fp`` value, and its URL.
