@@ -843,3 +843,24 @@ def test_a_dropped_host_met_by_a_lease_taken_ahead_is_dropped_at_once(redis_clie
     assert a.frontier.take_dropped() == 1
     a.close()
     b.close()
+
+
+def test_near_fingerprints_keep_each_url_once_and_a_forgotten_page_leaves_no_trace(redis_client):
+    """The near-duplicate layout (docs/redis-store.md): a page's URL is kept once, beside its
+    fingerprint, and its blocks hold its 8-byte URL hash; a page forgotten leaves no bucket
+    behind; a re-cut for another distance drops the entries of the layout before URL hashes."""
+    documents = store(redis_client, "w1")
+    value = 0x0123_4567_89AB_CDEF
+    url = "http://a.test/a-page-with-a-long-url"
+    assert documents.claim_near(url, value, 3) is None
+    buckets = list(redis_client.scan_iter(PREFIX + "fpb:*"))
+    assert len(buckets) == 4
+    assert all(redis_client.hvals(b) == [url_id(url)[0]] for b in buckets)
+    assert redis_client.hget(PREFIX + "fp", url_id(url)[0]).endswith(url.encode())
+    documents.release(None, url)
+    assert list(redis_client.scan_iter(PREFIX + "fpb:*")) == []
+    assert redis_client.hlen(PREFIX + "fp") == 0
+    redis_client.hset(PREFIX + "fp", "http://a.test/old", value.to_bytes(8, "big") + b"4,5,6,7")
+    assert documents.claim_near("http://a.test/b", value, 3) is None
+    assert documents.claim_near("http://a.test/c", value ^ 1, 5) == ("http://a.test/b", 1)
+    assert redis_client.hkeys(PREFIX + "fp") == [url_id("http://a.test/b")[0]]

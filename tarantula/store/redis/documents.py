@@ -294,6 +294,9 @@ class RedisDocumentStore(OutputFiles):
                                     self.client.hscan(kept, cursor, count=1000))  # fmt: skip
                 pipe = self.client.pipeline(transaction=False)
                 for id_, raw in page.items():
+                    if len(id_) != 8:  # a URL: the layout before URL hashes, no longer read
+                        pipe.hdel(kept, id_)
+                        continue
                     codes = block_codes(int.from_bytes(raw[:8], "big"), distance)
                     for code in codes:
                         bucket, field = self._block_place(code)
