@@ -146,13 +146,24 @@ def choose_server(args: argparse.Namespace) -> tuple[str, float, list[str]]:
     return "nginx", 0.0, []
 
 
+def crawlers_of(args: argparse.Namespace) -> list[str]:
+    """The crawlers a run times: those named, else Tarantula and the bare spider; wget too with
+    ``--wget`` (also beside the crawlers named) or the latency preset's defaults.
+
+    >>> crawlers_of(parse_args(["--crawlers", "tarantula,tarantula-browse", "--wget"]))
+    ['tarantula', 'tarantula-browse', 'wget']
+    >>> crawlers_of(parse_args(["--preset", "latency"])), crawlers_of(parse_args([]))
+    (['tarantula', 'scrapy', 'wget'], ['tarantula', 'scrapy'])
+    """
+    crawlers = list(args.crawlers or ["tarantula", "scrapy"])
+    if (args.wget or (args.preset == "latency" and not args.crawlers)) and "wget" not in crawlers:
+        crawlers.append("wget")
+    return crawlers
+
+
 def benchmark(args: argparse.Namespace, root: Path) -> str:
     preset = args.preset
-    crawlers = args.crawlers or (
-        ["tarantula", "scrapy", "wget"]
-        if preset == "latency" or args.wget
-        else ["tarantula", "scrapy"]
-    )
+    crawlers = crawlers_of(args)
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     kind, delay, server_notes = choose_server(args)
     if "wget" in crawlers and shutil.which("wget") is None:
@@ -313,7 +324,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--preset", choices=sorted(PRESETS), default="small")
     parser.add_argument("--runs", type=int, default=3, help="runs of each crawler [3]")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the web [1]")
-    parser.add_argument("--wget", action="store_true", help="also run GNU wget --recursive")
+    parser.add_argument(
+        "--wget", action="store_true", help="also run GNU wget --recursive [with --crawlers too]"
+    )
     parser.add_argument(
         "--no-nginx",
         action="store_true",

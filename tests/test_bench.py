@@ -194,3 +194,17 @@ def test_tarantula_against_a_baseline_revision_of_itself(tmp_path: Path) -> None
     assert "| tarantula@HEAD | median of 1 | 304 |" in done.stdout, done.stdout
     assert "- tarantula / tarantula@HEAD (medians): CPU s / 1k pages " in done.stdout, done.stdout
     assert worktrees() == before  # the baseline's worktree is gone
+
+
+def test_wget_joins_the_crawlers_named_when_asked():
+    """``--wget`` adds wget to the crawlers ``--crawlers`` names (it was dropped before); the
+    latency preset times wget by default only."""
+    from bench.run import crawlers_of, parse_args
+
+    named = parse_args(["--crawlers", "tarantula,tarantula-browse", "--wget"])
+    assert crawlers_of(named) == ["tarantula", "tarantula-browse", "wget"]
+    assert crawlers_of(parse_args(["--preset", "latency"])) == ["tarantula", "scrapy", "wget"]
+    assert crawlers_of(parse_args(["--preset", "latency", "--crawlers", "tarantula"])) == [
+        "tarantula"
+    ]
+    assert crawlers_of(parse_args([])) == ["tarantula", "scrapy"]
