@@ -16,6 +16,13 @@ compared. With ``--kinds``, Tarantula runs once a round per kind: ``browse`` (th
 ``browsable``), ``plain`` (no output but the mirror and the index), ``browse-warc`` (``browsable``
 and ``warc``), ``requisites`` (``page-requisites`` alone) and ``warc`` (``warc``, with the page
 requisites it turns on). Medians are printed as a Markdown table.
+
+``--delay`` sets the crawls' ``delay`` (0 by default), and ``--redis URL`` shares each Tarantula
+crawl through that Redis database (emptied before each crawl) among ``--workers`` workers (1 by
+default), started at once. A shared crawl at a polite delay against one process, side by side:
+
+    python -m bench.pydoc --runs 2 --kinds browse-warc --delay 0.1
+    python -m bench.pydoc --runs 2 --kinds browse-warc --delay 0.1 --redis redis://127.0.0.1:6391/0
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.measure import PROJECT, measure
-from bench.shared import crawl_command
+from bench.shared import crawl_command, workers_command
 from tarantula.core.browse import network_loads
 from tarantula.demo.server import SiteServer
 
@@ -40,7 +47,7 @@ CONF = """<crawler-options>
 starting-points = "http://{host}:{port}/index.html";
 scope = host-scope;
 repository = "repo";
-delay = 0;
+delay = {delay};
 host-concurrency = 1;
 max-depth = 0;
 resolve = {{ "*.test=127.0.0.1" }};
@@ -52,7 +59,7 @@ log-level = 1;
 threads = 8;
 <output-options>
 {outputs}
-"""
+{shared}"""
 
 #: The ``<output-options>`` of each kind of Tarantula crawl (``--kinds``).
 KINDS = {
@@ -64,15 +71,25 @@ KINDS = {
 }
 
 
-def tarantula(folder: Path, port: int, kind: str = "browse") -> dict[str, object]:
+def tarantula(folder: Path, port: int, kind: str = "browse", delay: float = 0, redis: str = "",
+              workers: int = 1) -> dict[str, object]:  # fmt: skip
+    """One crawl (``redis``: shared through it by ``workers`` workers) and what it kept."""
     folder.mkdir(parents=True)
     conf = folder / "crawl.conf"
-    conf.write_text(CONF.format(host=HOST, port=port, outputs=KINDS[kind]), encoding="utf-8")
-    m = measure(crawl_command(conf), PROJECT, folder / "crawl.out", 600)
+    shared = f'<distributed-options>\nredis = "{redis}";\n' if redis else ""
+    conf.write_text(CONF.format(host=HOST, port=port, outputs=KINDS[kind], delay=delay,
+                                shared=shared), encoding="utf-8")  # fmt: skip
+    if redis:  # a fresh crawl each run: the runs' crawl ids are the same
+        from redis import Redis
+
+        Redis.from_url(redis).flushdb()
+    command = workers_command(conf, workers) if redis else crawl_command(conf)
+    m = measure(command, PROJECT, folder / "crawl.out", 600)
     verify = subprocess.run([sys.executable, "-m", "scrapy", "verify", str(conf)], cwd=PROJECT,
                             capture_output=True, text=True)  # fmt: skip
     network = sum("reaches the network" in line for line in verify.stdout.splitlines())
-    log = (folder / "log").read_text(encoding="utf-8")
+    logs = [folder / "log"] if not redis else [conf.parent / f"w{n}.log" for n in range(1, workers + 1)]
+    log = "".join(path.read_text(encoding="utf-8") for path in logs)
     index = (folder / "repo" / "index.txt").read_text(encoding="utf-8").splitlines()
     return {
         "wall": m.wall, "cpu": m.cpu, "status": m.status,
@@ -137,6 +154,10 @@ def main() -> None:
     parser.add_argument("--screenshot", action="store_true")
     parser.add_argument("--kinds", default="browse",
                         help="Tarantula's crawls, by commas: " + ", ".join(KINDS))  # fmt: skip
+    parser.add_argument("--delay", type=float, default=0.0, help="the crawls' delay, seconds")
+    parser.add_argument("--redis", default="",
+                        help="share Tarantula's crawls through this Redis database (emptied first)")
+    parser.add_argument("--workers", type=int, default=1, help="with --redis: workers a crawl")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     if unknown := set(kinds) - set(KINDS):
@@ -149,7 +170,8 @@ def main() -> None:
         with SiteServer(root=root) as server:
             for run in range(args.runs):
                 for kind, name in names.items():
-                    rows[name].append(tarantula(Path(tmp) / kind / str(run), server.port, kind))
+                    rows[name].append(tarantula(Path(tmp) / kind / str(run), server.port, kind,
+                                                 args.delay, args.redis, args.workers))
                     print(run, name, rows[name][-1], flush=True)
                 rows["wget"].append(wget(Path(tmp) / f"w{run}", server.port))
                 print(run, "wget", rows["wget"][-1], flush=True)

@@ -399,6 +399,7 @@ class PageLinks:
 
     local: set[str] = field(default_factory=set)  # stored: written as relative paths
     absolute: set[str] = field(default_factory=set)  # not stored (yet): written as absolute URLs
+    reading: HtmlReading | None = None  # the page's reading the conversion used (a page's)
 
 
 def link_converter(page_url: str, page_path: str, base: str | None, locate: Locate,
@@ -515,6 +516,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
     if kind != CSS:
         page = reading if reading is not None and reading.text == text else read_html(text)
         refs = page.refs if page.refs is not None else _refs(text)
+        found.reading = page
         base = page.base  # it applies to the links before it too
     if prefetch is not None:
         targets: dict[str, None] = {}

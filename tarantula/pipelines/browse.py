@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 
 from tarantula.context import CrawlContext, context_of
 from tarantula.items import Document, RequisiteCopy
@@ -88,9 +89,9 @@ class BrowsePipeline:
         mirror.update_if_due()
         return item
 
-    def close_spider(self, spider: Spider | None = None) -> None:
-        if self.mirror is not None:
-            self.mirror.close()
+    async def close_spider(self, spider: Spider | None = None) -> None:
+        if self.mirror is not None and (last := self.mirror.close()) is not None:
+            await maybe_deferred_to_future(last)  # a pass in a thread ends, then the last one
 
     def _count(self, event: str, n: int) -> None:
         self.stats.inc_value(f"tarantula/browse/{event}", n)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from twisted.internet.defer import Deferred
+
     from tarantula.core.config import CrawlConfig
     from tarantula.core.documents import StoredDocument
     from tarantula.core.facts import Met
@@ -373,8 +375,8 @@ class BrowseCopy(Protocol):
     def update_if_due(self) -> None:
         """The crawl's periodic chance to bring the copies up to date."""
 
-    def close(self) -> None:
-        """A run ends: every copy in line with the state."""
+    def close(self) -> Deferred[None] | None:
+        """A run ends: every copy in line with the state (a Deferred: once it fires)."""
 
 
 class Backend(Protocol):

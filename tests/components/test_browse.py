@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +13,10 @@ from typing import Any
 
 import pytest
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_f_from_coro_f, maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
+from twisted.internet.threads import deferToThread
 
 from tarantula.core import browse as conversion
 from tarantula.core.config import CrawlConfig
@@ -87,7 +90,10 @@ class Run:
     def end(self, reason: str = "finished") -> None:
         """As the engine closes a run: the pipelines, then the scheduler (which ends the run)."""
         if self.browse is not None:
-            self.browse.close_spider(self.crawl.spider)
+            # A crawl in one process converts as pages are stored: its close waits for nothing.
+            closing = self.browse.close_spider(self.crawl.spider)
+            with pytest.raises(StopIteration):
+                closing.send(None)
         self.crawl.context.store.end(reason)
 
     def page(self, path: str) -> str:
@@ -462,6 +468,101 @@ def test_a_pass_during_the_crawl_is_skipped_while_another_process_makes_one(tmp_
         fcntl.flock(held, fcntl.LOCK_UN)
     assert browse.update(wait=False) is True
     assert (tmp_path / "browse/a.test/index.html").is_file()
+
+
+@deferred_f_from_coro_f
+async def test_a_pass_during_a_crawl_runs_in_a_thread_and_the_last_one_follows_it(tmp_path: Path):
+    # The crawl's thread is not held while a pass converts: update_if_due returns at once, with
+    # the pass still reading the folder's documents, and close waits for it, then makes the last.
+    folder = Folder(tmp_path)
+    folder.store(A, "a.test/index.html", HOME)
+    reading, go_on = threading.Event(), threading.Event()
+    threads: list[str] = []
+
+    def documents() -> list[StoredDocument]:
+        threads.append(threading.current_thread().name)
+        read = list(folder.documents)
+        reading.set()
+        assert go_on.wait(60)
+        return read
+
+    counted: Counter[str] = Counter()
+    commits: list[str] = []
+    browse = FolderBrowse(tmp_path, documents, lambda url: url, interval=0.0, background=True,
+                          commit=lambda: commits.append(threading.current_thread().name),
+                          count=lambda event, n: counted.update({event: n}))  # fmt: skip
+    browse.update_if_due()  # returns while the pass waits in its thread
+    assert await maybe_deferred_to_future(deferToThread(reading.wait, 60))
+    browse.update_if_due()  # one pass at a time: no second one meanwhile
+    assert not (tmp_path / "browse").exists() and counted == {}
+    folder.store(B, "a.test/b.html", b'<a href="/">home</a>')  # stored after the pass read
+    go_on.set()
+    last = browse.close()
+    assert last is not None
+    await maybe_deferred_to_future(last)
+    here = threading.current_thread().name
+    assert threads[0] != here and threads[1:] == [here]  # the last pass on the closing thread
+    assert commits == [here] * 2  # each pass after a commit of the store on the crawl's thread
+    assert folder.page("a.test/index.html").startswith('<title>Home</title><a href="b.html">B</a>')
+    assert counted == {"converted": 3, "updated": 1}  # home; then b.html, and home again
+
+
+def test_a_folder_s_passes_convert_from_the_spider_s_reading_and_read_no_page_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    # The home page is stored by this process with its reading; its targets arrive one pass at
+    # a time (stored by another worker), and each pass writes it again from that reading.
+    reads: Counter[str] = Counter()
+    read = conversion.read_html
+
+    def counting(text: str, **options: Any) -> Any:
+        reads[text] += 1
+        return read(text, **options)
+
+    monkeypatch.setattr(conversion, "read_html", counting)
+    folder = Folder(tmp_path)
+    counted: Counter[str] = Counter()
+    browse = folder.browse(interval=0.0, share=1.0,  # a pass at each chance
+                           count=lambda event, n: counted.update({event: n}))  # fmt: skip
+    browse.open()
+    folder.store(A, "a.test/index.html", HOME)
+    browse.stored(A, "a.test/index.html", md5_of(HOME), "html", "utf-8", HOME,
+                  read(HOME.decode()))  # fmt: skip
+    browse.update_if_due()
+    folder.store(B, "a.test/b.html", b"<p>b</p>")  # another worker's
+    browse.update_if_due()
+    folder.store(C, "a.test/c.pdf", b"%PDF-1.4", doc_type="pdf")
+    browse.close()
+    assert folder.page("a.test/index.html") == (
+        '<title>Home</title><a href="b.html">B</a> <a href="c.pdf">C</a>'
+    )
+    assert counted == {"converted": 4, "updated": 2, "copied": 1}  # home three times
+    assert reads == {"<p>b</p>": 1}  # home never read here, b.html (another's) by the pass
+    assert len(browse.readings) == 0  # home waits for no page of its site: its reading let go
+
+
+def test_readings_are_kept_within_their_limit_and_let_go_when_no_pass_uses_them():
+    body = b'<a href="x.html">x</a>'
+    md5 = md5_of(body)
+    page = read_html(body.decode())
+    readings = browse_module.Readings(limit=2 * browse_module._REF_SIZE)  # two refs
+    for n in (1, 2, 3):  # no room for 3
+        readings.keep(n, md5, "utf-8", page)
+    assert readings.get(3, md5, "utf-8", body) is None
+    kept = readings.get(1, md5, "utf-8", body)
+    assert kept is not None and (kept.text, kept.refs, kept.links) == (page.text, page.refs, [])
+    assert readings.get(1, md5_of(b"changed"), "utf-8", b"changed") is None  # another text
+    assert readings.get(1, md5, "latin-1", body) is None  # another codec
+    readings.passed()  # 1 and 2 kept and used in this pass
+    readings.get(1, md5, "utf-8", body)
+    readings.passed()
+    readings.passed()  # 2 unused in the last two passes: let go, and room again
+    assert readings.get(2, md5, "utf-8", body) is None
+    assert readings.get(1, md5, "utf-8", body) is not None
+    readings.keep(3, md5, "utf-8", page)
+    assert readings.get(3, md5, "utf-8", body) is not None and len(readings) == 2
+    readings.keep(4, md5, "utf-8", read_html("<p>no refs</p>", refs=False))  # nothing to keep
+    assert len(readings) == 2
 
 
 def test_a_folder_with_no_crawl_gets_no_browse_copy(tmp_path: Path):

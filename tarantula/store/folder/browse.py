@@ -28,12 +28,14 @@ import functools
 import hashlib
 import logging
 import os
+import threading
 import time
 from array import array
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from tarantula.core.browse import (
     COPY,
@@ -41,6 +43,7 @@ from tarantula.core.browse import (
     PageLinks,
     browse_name,
     convert_document,
+    decode_page,
     kind_of,
     mirror_names,
     record_fields,
@@ -53,12 +56,16 @@ from tarantula.core.folderlock import folder_lock
 from tarantula.core.frontier import HashSet, url_hash
 from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_NAME, BROWSE_STATE_NAME, STATE_FOLDER
 from tarantula.core.mirror import UnsafePath, copy_relpath, store_path, write_atomic
-from tarantula.core.reader import HtmlReading
+from tarantula.core.reader import HtmlReading, Ref
 from tarantula.core.requisites import Requisite, entry_url
 from tarantula.core.scope import origin
 from tarantula.core.urls import UrlRejected, file_name
 from tarantula.store.contract import StoreUnavailable
 from tarantula.store.folder.database import Database
+
+if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred
+    from twisted.python.failure import Failure
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +179,72 @@ def _reading_size(reading: HtmlReading) -> int:
     return len(reading.text) + _REF_SIZE * len(reading.refs or ())
 
 
+def _links_site(url: str, targets: Iterable[str]) -> bool:
+    """Whether any of ``targets`` (normalized URLs) is on ``url``'s site (scheme, host, port)."""
+    site = url[: url.find("/", url.find("//") + 2)] + "/"
+    return any(target.startswith(site) for target in targets)
+
+
+class Readings:
+    """Where the links are in pages kept for a later conversion (their refs and base, without
+    their text, which is read again from the raw copy), by URL hash, for the document's md5 and
+    codec, up to ``limit`` (as :data:`_REF_SIZE` counts a ref): a folder's passes convert a page
+    stored by this process from the reading the spider made of it, and write again a page that
+    links pages of its own site not stored yet, as they arrive, from the reading of its last
+    writing, instead of reading the page again (a hub links to many, so it is written again at
+    most passes, and it is the largest). The first kept while there is room; one neither kept nor
+    used in the last two passes (:meth:`passed`) is dropped (another process converted the page,
+    or none of its targets arrives any more). Safe across threads: the crawl's thread keeps what
+    it stores while a pass converts in another."""
+
+    def __init__(self, limit: int = _READINGS_KEPT) -> None:
+        self.limit = limit
+        # page -> (md5, codec, base, refs, the last pass that kept or used it)
+        self._held: dict[int, tuple[str, str | None, str | None, list[Ref], int]] = {}
+        self._size = 0
+        self._pass = 0
+        self._lock = threading.Lock()
+
+    def keep(self, page: int, md5: str, codec: str | None, reading: HtmlReading | None) -> None:
+        """Keep ``reading``, of the text of the document of ``md5`` decoded with ``codec``."""
+        if reading is None or reading.refs is None:
+            return
+        with self._lock:
+            self._drop(page)
+            size = _REF_SIZE * len(reading.refs)
+            if self._size + size <= self.limit:
+                self._held[page] = (md5, codec, reading.base, reading.refs, self._pass)
+                self._size += size
+
+    def get(self, page: int, md5: str, codec: str | None, body: bytes) -> HtmlReading | None:
+        """The reading kept of ``page``, if of this document (``body``, of ``md5``) and codec."""
+        with self._lock:
+            held = self._held.get(page)
+            if held is None or held[:2] != (md5, codec):
+                return None
+            self._held[page] = (*held[:4], self._pass)
+        return HtmlReading(decode_page(body, codec)[0], base=held[2], refs=held[3])
+
+    def drop(self, page: int) -> None:
+        with self._lock:
+            self._drop(page)
+
+    def passed(self) -> None:
+        """A pass ended: drop what the last two did not keep or use."""
+        with self._lock:
+            self._pass += 1
+            for page in [p for p, held in self._held.items() if held[4] < self._pass - 2]:
+                self._drop(page)
+
+    def _drop(self, page: int) -> None:
+        old = self._held.pop(page, None)
+        if old is not None:
+            self._size -= _REF_SIZE * len(old[3])
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
 def _unpack(blob: bytes) -> array[int]:
     values = array("q")
     values.frombytes(blob)
@@ -258,8 +331,10 @@ class BrowseMirror:
         frontier: Callable[[list[int]], set[int]] | None = None,
         count: Callable[[str, int], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        readings: Readings | None = None,
     ) -> None:
         self.db = db
+        self.readings = readings
         self.documents = documents
         self.repository = Path(repository)
         self.root = self.repository / BROWSE_NAME
@@ -513,7 +588,9 @@ class BrowseMirror:
         name = browse_name(path, kind)
         content: bytes | Path
         held = self._release(h)
-        if page is None and held is not None:
+        if page is None and held is None and self.readings is not None and kind != COPY:
+            page = self.readings.get(h, md5, codec, body)
+        elif page is None:
             page = held  # (used only if the document's text is the same)
         if kind == COPY:
             content, links = self.repository / path, PageLinks()
@@ -522,6 +599,11 @@ class BrowseMirror:
                                               self._prefetch, self._joins)  # fmt: skip
             if self.frontier is not None and (expected := self._expect(h, links.local)):
                 self._hold(h, page, expected)
+            if self.readings is not None:  # kept while targets of its own site may arrive
+                if _links_site(url, links.absolute):
+                    self.readings.keep(h, md5, codec, links.reading)
+                else:
+                    self.readings.drop(h)
         local, absolute = self._hashes(links.local), self._hashes(links.absolute)
         before = set(_unpack(old[1])) if old else set()
         after = set(_unpack(absolute))
@@ -741,8 +823,10 @@ class FolderBrowse:
     """``browse/`` of folder ``root`` kept in passes over ``documents()`` (the folder's documents,
     or a string saying why there are none), ``duplicates()`` (its duplicates, with their
     twins) and ``requisites()`` (its page requisites' copies); ``commit()`` makes the store's documents durable
-    first. The other arguments are :class:`BrowseMirror`'s. Has the methods the browse pipeline
-    calls on :class:`BrowseMirror`."""
+    first. With ``background`` (in a crawl, where a Twisted reactor runs), the passes made while
+    the crawl runs are made in a thread; the first (:meth:`open`) and the last (:meth:`close`) on
+    the caller's. The other arguments are :class:`BrowseMirror`'s. Has the methods the browse
+    pipeline calls on :class:`BrowseMirror`."""
 
     def __init__(self, root: Path, documents: Callable[[], list[StoredDocument] | str],
                  normalize: Callable[[str], str], *,
@@ -751,7 +835,8 @@ class FolderBrowse:
                  commit: Callable[[], None] = lambda: None,
                  interval: float = 10.0, share: float = 0.2,
                  count: Callable[[str, int], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+                 clock: Callable[[], float] = time.monotonic,
+                 background: bool = False) -> None:  # fmt: skip
         self.root = Path(root)
         self.documents = documents
         self.duplicates = duplicates
@@ -762,37 +847,100 @@ class FolderBrowse:
         self.share = share
         self.count = count
         self.clock = clock
+        self.background = background
         self._next_pass = clock() + interval
+        self._running: Deferred[None] | None = None
+        self.readings = Readings(2 * _READINGS_KEPT)
 
     def open(self) -> None:
         self.update(wait=False)
 
-    def stored(self, *document: object) -> None:
-        """A document was stored: the next pass finds it among the folder's documents."""
+    def stored(self, url: str, path: str, md5: str, doc_type: str | None, encoding: str | None,
+               body: bytes, page: HtmlReading | None = None) -> None:  # fmt: skip
+        """A document was stored: the next pass finds it among the folder's documents, and
+        converts it from ``page``, the spider's reading of it (if of the text the pass reads),
+        while there is room to keep it."""
+        if page is None or page.refs is None or kind_of(doc_type) == COPY:
+            return
+        codec = codec_for_label(encoding)
+        if decode_page(body, codec)[0] == page.text:
+            self.readings.keep(url_hash(url), md5, codec, page)
 
     def update_if_due(self) -> None:
-        if self.clock() >= self._next_pass:
+        if self._running is not None or self.clock() < self._next_pass:
+            return
+        if not self.background:
             self.update(wait=False)
+            return
+        # In a crawl: the pass runs in a thread of the reactor's pool, so the crawl's requests go
+        # out on time while it converts (most of a pass is Python, but the reactor needs the
+        # interpreter only for moments between requests). The store is committed here, on the
+        # crawl's thread, which owns its connections; the pass reads the folder's documents with
+        # connections of its own, and its counts are added here when it is done.
+        from twisted.internet.threads import deferToThread
 
-    def close(self) -> None:
-        self.update(wait=True)
+        self.commit()
+        started = self.clock()
+        counts: Counter[str] = Counter()
+        running = deferToThread(self._update, False, lambda event, n: counts.update({event: n}))
+        self._running = running.addBoth(self._passed, started, counts)
+
+    def _passed(self, made: bool | Failure, started: float, counts: Counter[str]) -> None:
+        """A pass in a thread ended (``made``: whether it was, or what it raised)."""
+        from twisted.python.failure import Failure
+
+        self._running = None
+        if isinstance(made, Failure):
+            logger.error("Browse pass in %s failed: %s", self.root, made.getTraceback())
+        if self.count is not None:
+            for event, n in counts.items():
+                self.count(event, n)
+        self._space(started, made is True)
+
+    def close(self) -> Deferred[None] | None:
+        """The last pass, waiting for the lock; a Deferred when a pass still runs in a thread
+        (the last one follows it)."""
+        if self._running is None:
+            self.update(wait=True)
+            return None
+
+        def last(_: None) -> None:
+            self.update(wait=True)
+
+        return self._running.addCallback(last)
 
     def update(self, *, wait: bool) -> bool:
         """Make one pass (waiting for the lock with ``wait``, else skipping it when another
         process holds it); whether it was made."""
-        state = self.root / STATE_FOLDER
+        self.commit()
         started = self.clock()
+        made = self._update(wait, self._count)
+        self._space(started, made)
+        return made
+
+    def _count(self, event: str, n: int) -> None:
+        if self.count is not None:
+            self.count(event, n)
+
+    def _space(self, started: float, made: bool) -> None:
+        """When the next pass is due, after one that ``started`` then (and was ``made``)."""
+        now = self.clock()
+        if not made:
+            self._next_pass = started + self.interval
+        else:
+            self._next_pass = now + max(self.interval, (now - started) * (1 / self.share - 1))
+
+    def _update(self, wait: bool, count: Callable[[str, int], None]) -> bool:
+        """One pass under the folder's browse lock (skipped unless ``wait`` when another process
+        holds it), counting with ``count``; whether it was made."""
+        state = self.root / STATE_FOLDER
         with folder_lock(state / BROWSE_LOCK_NAME, wait=wait) as held:
             if not held:
-                self._next_pass = started + self.interval
                 return False
-            self._pass(state / BROWSE_STATE_NAME)
-        now = self.clock()
-        self._next_pass = now + max(self.interval, (now - started) * (1 / self.share - 1))
+            self._pass(state / BROWSE_STATE_NAME, count)
         return True
 
-    def _pass(self, path: Path) -> None:
-        self.commit()
+    def _pass(self, path: Path, count: Callable[[str, int], None]) -> None:
         try:
             documents = self.documents()
         except StoreUnavailable as exc:  # the next pass catches up
@@ -803,8 +951,9 @@ class FolderBrowse:
             return
         db = Database(path)
         try:
-            mirror = BrowseMirror(db, self.root, self.normalize, count=self.count,
+            mirror = BrowseMirror(db, self.root, self.normalize, count=count, readings=self.readings,
                                   documents=DocumentList(documents, self.duplicates(), self.requisites()))  # fmt: skip
             mirror.open()
+            self.readings.passed()
         finally:
             db.close()  # commits: the files are written once their rows are

@@ -49,7 +49,8 @@ class RedisBackend:
                             duplicates=lambda: self.folder_duplicates(root),
                             requisites=lambda: self.folder_requisites(root),
                             commit=store.commit if store is not None else lambda: None,
-                            interval=interval, share=share, count=count)  # fmt: skip
+                            interval=interval, share=share, count=count,
+                            background=store is not None)  # fmt: skip
 
     def folder_documents(self, root: Path) -> list[StoredDocument] | str:
         from tarantula.store.redis.facts import folder_documents
