@@ -17,12 +17,15 @@ Answer = TypeVar("Answer")
 
 
 class Together(Generic[Question, Answer]):
-    """``answer`` takes the questions asked in one turn of the event loop, in the order asked, and
-    gives their answers in the same order; :meth:`ask` awaits one. Outside an event loop a
-    question is answered at once, alone."""
+    """``answer`` takes the questions asked in one turn of the event loop (with ``gather``, in
+    the ``gather`` seconds after the first), in the order asked, and gives their answers in the
+    same order; :meth:`ask` awaits one. Outside an event loop a question is answered at once,
+    alone."""
 
-    def __init__(self, answer: Callable[[list[Question]], list[Answer]]) -> None:
+    def __init__(self, answer: Callable[[list[Question]], list[Answer]], *,
+                 gather: float = 0.0) -> None:  # fmt: skip
         self.answer = answer
+        self.gather = gather
         self._waiting: list[tuple[Question, asyncio.Future[Answer]]] = []
 
     async def ask(self, question: Question) -> Answer:
@@ -32,7 +35,10 @@ class Together(Generic[Question, Answer]):
             return self.answer([question])[0]
         future: asyncio.Future[Answer] = loop.create_future()
         if not self._waiting:
-            loop.call_soon(self._send)
+            if self.gather:
+                loop.call_later(self.gather, self._send)
+            else:
+                loop.call_soon(self._send)
         self._waiting.append((question, future))
         return await future
 
