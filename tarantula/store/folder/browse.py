@@ -892,9 +892,8 @@ class FolderBrowse:
         self._running = None
         if isinstance(made, Failure):
             logger.error("Browse pass in %s failed: %s", self.root, made.getTraceback())
-        if self.count is not None:
-            for event, n in counts.items():
-                self.count(event, n)
+        for event, n in counts.items():
+            self._count(event, n)
         self._space(started, made is True)
 
     def close(self) -> Deferred[None] | None:

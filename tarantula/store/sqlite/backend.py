@@ -127,7 +127,7 @@ class SqliteBackend:
                                 requisites=lambda: self.folder_requisites(root),
                                 commit=store.commit if store is not None else lambda: None,
                                 interval=interval, share=share, count=count,
-                            background=store is not None)  # fmt: skip
+                                background=store is not None)  # fmt: skip
         return BrowseMirror(store.db, root, normalize, documents=DatabaseDocuments(store.db),
                             interval=interval, share=share, slice_time=slice_time,
                             frontier=store.frontier.queued_among, count=count)  # fmt: skip
