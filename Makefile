@@ -5,7 +5,8 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test test-fast lint check clean
 
-$(VENV)/.installed: pyproject.toml conf/tarantula-warnings.pth
+# setup.py builds the near-duplicate fingerprint's C pass into the checkout (tarantula/core/_simhash.c).
+$(VENV)/.installed: pyproject.toml setup.py tarantula/core/_simhash.c conf/tarantula-warnings.pth
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

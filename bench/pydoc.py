@@ -14,8 +14,9 @@ included), and how many of wget's converted pages still load something from the 
 opened online and from ``browse/`` with the network unreachable, and the two screenshots are
 compared. With ``--kinds``, Tarantula runs once a round per kind: ``browse`` (the default:
 ``browsable``), ``plain`` (no output but the mirror and the index), ``browse-warc`` (``browsable``
-and ``warc``), ``requisites`` (``page-requisites`` alone) and ``warc`` (``warc``, with the page
-requisites it turns on). Medians are printed as a Markdown table.
+and ``warc``), ``requisites`` (``page-requisites`` alone), ``warc`` (``warc``, with the page
+requisites it turns on) and ``near-off`` (``plain`` with ``near-duplicates = off``). Medians are
+printed as a Markdown table.
 
 ``--delay`` sets the crawls' ``delay`` (0 by default), and ``--redis URL`` shares each Tarantula
 crawl through that Redis database (emptied before each crawl) among ``--workers`` workers (1 by
@@ -50,6 +51,7 @@ repository = "repo";
 delay = {delay};
 host-concurrency = 1;
 max-depth = 0;
+{crawler}
 resolve = {{ "*.test=127.0.0.1" }};
 resolve-only = yes;
 <logging>
@@ -68,7 +70,11 @@ KINDS = {
     "browse-warc": "browsable = yes;\nwarc = yes;",
     "requisites": "browsable = no;\npage-requisites = yes;",
     "warc": "browsable = no;\nwarc = yes;",
+    "near-off": "browsable = no;",
 }
+#: What a kind adds to ``<crawler-options>``: ``near-off`` is ``plain`` without the near-duplicate
+#: fingerprints (``near-duplicates = mark`` is the default), to measure their cost.
+CRAWLER = {"near-off": "near-duplicates = off;"}
 
 
 def tarantula(folder: Path, port: int, kind: str = "browse", delay: float = 0, redis: str = "",
@@ -78,7 +84,7 @@ def tarantula(folder: Path, port: int, kind: str = "browse", delay: float = 0, r
     conf = folder / "crawl.conf"
     shared = f'<distributed-options>\nredis = "{redis}";\n' if redis else ""
     conf.write_text(CONF.format(host=HOST, port=port, outputs=KINDS[kind], delay=delay,
-                                shared=shared), encoding="utf-8")  # fmt: skip
+                                crawler=CRAWLER.get(kind, ""), shared=shared), encoding="utf-8")  # fmt: skip
     if redis:  # a fresh crawl each run: the runs' crawl ids are the same
         from redis import Redis
 
@@ -88,7 +94,11 @@ def tarantula(folder: Path, port: int, kind: str = "browse", delay: float = 0, r
     verify = subprocess.run([sys.executable, "-m", "scrapy", "verify", str(conf)], cwd=PROJECT,
                             capture_output=True, text=True)  # fmt: skip
     network = sum("reaches the network" in line for line in verify.stdout.splitlines())
-    logs = [folder / "log"] if not redis else [conf.parent / f"w{n}.log" for n in range(1, workers + 1)]
+    logs = (
+        [folder / "log"]
+        if not redis
+        else [conf.parent / f"w{n}.log" for n in range(1, workers + 1)]
+    )
     log = "".join(path.read_text(encoding="utf-8") for path in logs)
     index = (folder / "repo" / "index.txt").read_text(encoding="utf-8").splitlines()
     return {
@@ -155,8 +165,11 @@ def main() -> None:
     parser.add_argument("--kinds", default="browse",
                         help="Tarantula's crawls, by commas: " + ", ".join(KINDS))  # fmt: skip
     parser.add_argument("--delay", type=float, default=0.0, help="the crawls' delay, seconds")
-    parser.add_argument("--redis", default="",
-                        help="share Tarantula's crawls through this Redis database (emptied first)")
+    parser.add_argument(
+        "--redis",
+        default="",
+        help="share Tarantula's crawls through this Redis database (emptied first)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="with --redis: workers a crawl")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
@@ -170,8 +183,16 @@ def main() -> None:
         with SiteServer(root=root) as server:
             for run in range(args.runs):
                 for kind, name in names.items():
-                    rows[name].append(tarantula(Path(tmp) / kind / str(run), server.port, kind,
-                                                 args.delay, args.redis, args.workers))
+                    rows[name].append(
+                        tarantula(
+                            Path(tmp) / kind / str(run),
+                            server.port,
+                            kind,
+                            args.delay,
+                            args.redis,
+                            args.workers,
+                        )
+                    )
                     print(run, name, rows[name][-1], flush=True)
                 rows["wget"].append(wget(Path(tmp) / f"w{run}", server.port))
                 print(run, "wget", rows["wget"][-1], flush=True)

@@ -3,6 +3,10 @@ gives, the blocks that find near fingerprints, and the visible text it is taken 
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from xxhash import xxh3_64_digest
@@ -83,3 +87,49 @@ def test_one_word_changed_in_a_long_text_is_near_and_another_text_is_far():
     one, two, three = (fingerprint(f"<p>{t}</p>".encode()) for t in (text, changed, elsewhere))
     assert one is not None and two is not None and three is not None
     assert distance(one, two) <= 3 < 20 < distance(one, three)
+
+
+# The one C pass (_simhash.c) against the Python path: pages made of the parts its scanner must
+# read as the regular expressions do (hidden parts cut off, '>' in text, odd white space, bytes
+# of any encoding, upper case).
+_PARTS = [
+    b"<p>", b"</p>", b"<b class='x>y'>", b"<script>", b"</script>", b"<script src=a>",
+    b"</script >", b"<style>", b"</style>", b"<template>", b"</template>", b"<svg>", b"</svg>",
+    b"<!--", b"-->", b"<scripts>", b"<", b">", b" ", b"\t", b"\x0b", b"\x0c", b"\r\n", b"\x1c",
+    b"\x85", b"\xce\xb1", b"Word", b"WORD", b"word", b"a>b", b"x1", b"&amp;", b"\x00",
+]  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_PARTS), max_size=60), st.integers(0, 4))
+def test_the_c_pass_reads_as_the_python_path(parts, padding):
+    page = b"".join(parts)
+    words = " ".join(f"w{i % 150}" for i in range(130 * padding)).encode()
+    for html in (page, page + words, words + page, page + words + page):
+        assert simhash._simhash is not None
+        # Pages of three words and more counted, so that short pages are compared too.
+        assert simhash._simhash.fingerprint(
+            html, simhash._SECOND, simhash._THIRD, 3
+        ) == fingerprint_words(visible_words(html), min_words=3)
+        assert fingerprint(html) == simhash.fingerprint_python(html)
+
+
+def test_the_c_pass_is_built():
+    # setup.py builds it where a compiler is found, as on every machine the suite runs on; a
+    # missing build would leave crawls on the Python path (the same fingerprints, slower).
+    assert simhash._simhash is not None, "tarantula/core/_simhash.c was not built"
+
+
+def test_real_documentation_pages_have_the_python_path_s_fingerprint():
+    site = Path("/usr/share/doc/python3.11/html")
+    if not site.is_dir():
+        if os.environ.get("TARANTULA_REQUIRE_PYDOC"):
+            pytest.fail(f"{site} is missing (apt-get install python3.11-doc)")
+        pytest.skip(f"{site} is not installed")
+    pages = sorted(site.rglob("*.html"))[::5]
+    assert len(pages) > 100
+    values = [
+        (fingerprint(page), simhash.fingerprint_python(page))
+        for page in map(Path.read_bytes, pages)
+    ]
+    assert [fast for fast, _ in values] == [python for _, python in values]
+    assert sum(fast is not None for fast, _ in values) > 100
