@@ -92,7 +92,7 @@ def test_workers_and_the_redis_server_killed_and_restarted_lose_nothing(web, tmp
     # On a failure, what the workers said of given-up URLs and lost leases (their logs).
     said = [line for log in tmp_path.glob("w*.log")
             for line in log.read_text(encoding="utf-8").splitlines()
-            if "given up" in line or "stopped answering" in line]  # fmt: skip
+            if "given up" in line or "stopped answering" in line or "reply lost" in line]  # fmt: skip
     missing = sorted(set(urls) - set(indexed))
     assert sorted(indexed) == sorted(urls), ("every page indexed exactly once", missing, said)
     fetches = Counter(r.target for r in web.requests if r.target != "/robots.txt")

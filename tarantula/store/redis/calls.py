@@ -177,9 +177,18 @@ class Calls:
         """Name the workers whose expired leases a lease of this worker took back (SPEC 12): a
         worker that stopped answering (killed, or paused past ``lease-timeout``)."""
         for owner, count in Counter(reply[5] if len(reply) > 5 and reply[5] else ()).items():
+            urls = f"{count} URL" + ("" if count == 1 else "s")
+            if owner.decode() == self.worker:
+                # This worker's own: a lease whose reply was lost when Redis went away (the call
+                # was sent again on reconnection and took another URL), which nothing here held.
+                logger.warning(
+                    "Worker %s's lease on %s, its reply lost while Redis was away, ran out: "
+                    "queued again", self.worker, urls,
+                )  # fmt: skip
+                continue
             logger.warning(
-                "Worker %s stopped answering: its lease on %d URL%s ran out, queued again",
-                owner.decode(), count, "" if count == 1 else "s",
+                "Worker %s stopped answering: its lease on %s ran out, queued again",
+                owner.decode(), urls,
             )  # fmt: skip
 
     def flush(self) -> None:
