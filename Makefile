@@ -40,7 +40,7 @@ demo-again: $(VENV)/.installed
 # Tests run in parallel: most of their time is spent waiting on servers and crawl processes, so
 # more workers than cores pay. Tests of one group share a worker (xdist_group: a costly module
 # fixture such as the documentation-site crawl runs once; docs/testing.md says why pytest is 8.4).
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 6
 # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): each of
 # the suite's some 450 crawl processes would compile the crawler's modules again (about 0.1 CPU s
 # each), and each worker would rewrite every test module's asserts again (about 6 CPU s).

@@ -21,6 +21,11 @@ they are needed, so that :mod:`tarantula.core` may use what is here without impo
   ``send_packed_command``, ``read_response``).
 - The regex vetting reads a pattern's parse tree: Python's ``re._parser`` and ``re._constants``
   (:func:`regex_parser`).
+- Scrapy's ``create_deprecated_class`` names each deprecated class's module from
+  ``inspect.stack()``, which reads the source of every frame on the stack and maps every loaded
+  module's file: about 0.1 CPU s of every start, for the three deprecated TLS classes its HTTP/1.1
+  handler's modules define. :func:`quick_deprecated_classes` hands it the calling frame and its
+  module instead, while that handler is imported (``scrapy.utils.deprecate.inspect``).
 - Scrapy's cookie middleware asks ``tldextract`` whether a cookie's domain is a public suffix with
   an extractor (``_split_domain``) that downloads the Public Suffix List at its first use: a DNS
   query and a fetch from the internet. :func:`offline_public_suffixes` gives it one that reads
@@ -29,8 +34,10 @@ they are needed, so that :mod:`tarantula.core` may use what is here without impo
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -148,3 +155,38 @@ def regex_parser() -> tuple[Any, Any]:
     except ImportError:  # pragma: no cover - the canary fails first
         return None, None
     return parser, constants
+
+
+@contextlib.contextmanager
+def quick_deprecated_classes() -> Iterator[None]:
+    """Within: Scrapy's ``create_deprecated_class`` finds the module that calls it from the
+    calling frame itself, not from ``inspect.stack()`` (the whole stack's source read, and every
+    loaded module's file mapped); the classes get the same ``__module__``."""
+    from scrapy.utils import deprecate
+
+    real = deprecate.inspect
+    deprecate.inspect = _CallerOnly(real)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        deprecate.inspect = real
+
+
+class _CallerOnly:
+    """``inspect`` for ``create_deprecated_class``: ``stack()[1]`` is its caller's frame (all it
+    reads of the stack), ``getmodule`` that frame's module; the rest is ``inspect``'s."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    @staticmethod
+    def stack(context: int = 1) -> list[Any]:
+        # Frame 0 is this one, 1 create_deprecated_class's, 2 the module that calls it.
+        return [None, (sys._getframe(2),)]
+
+    @staticmethod
+    def getmodule(frame: Any, _filename: str | None = None) -> Any:
+        return sys.modules.get(frame.f_globals.get("__name__", ""))

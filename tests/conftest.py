@@ -45,9 +45,29 @@ def crawl(tmp_path: Path):
     return run
 
 
+#: The modules whose tests take longest (tens of seconds each, docs/testing.md): sent to the
+#: workers first.
+_LONGEST = (
+    "tests/test_bench.py", "tests/redis/test_lean_redis.py", "tests/redis/test_merge.py",
+    "tests/integration/test_pydoc.py", "tests/redis/test_shared_crawl.py",
+)  # fmt: skip
+
+
+def _order(item: pytest.Item) -> int:
+    """Where a test goes in the run: the longest modules, then every other test that runs
+    crawls, Redis or a browser, then the fast tier."""
+    if item.nodeid.startswith(_LONGEST):
+        return 0
+    return 1 if {"e2e", "redis", "chromium"} & set(item.keywords) else 2
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests of the ``chromium`` tier are skipped where Debian's chromium is missing, with the
+    """The slow tests first: pytest-xdist hands tests out in this order, so the run ends on
+    short tests instead of a worker finishing a long one alone.
+
+    Tests of the ``chromium`` tier are skipped where Debian's chromium is missing, with the
     reason; with ``TARANTULA_REQUIRE_CHROMIUM`` set (as CI sets it) they run, and fail."""
+    items.sort(key=_order)
     if shutil.which("chromium") is None and not os.environ.get("TARANTULA_REQUIRE_CHROMIUM"):
         skip = pytest.mark.skip(reason="Debian's chromium is not installed (.ci/run installs it)")
         for item in items:

@@ -109,3 +109,21 @@ def test_scrapys_cookie_middleware_asks_an_extractor_that_can_be_made_offline():
     offline_public_suffixes()
     assert cookies._split_domain.suffix_list_urls == ()
     assert cookies._is_public_domain("co.uk") and not cookies._is_public_domain("example.co.uk")
+
+
+def test_scrapys_deprecated_classes_still_name_their_module_from_the_stack():
+    from scrapy.utils import deprecate
+
+    # What the hook stands in for: the stack's caller frame and its module, through the
+    # module's ``inspect`` global.
+    source = inspect.getsource(deprecate.create_deprecated_class)
+    assert "inspect.stack()[1]" in source and "inspect.getmodule(frm[0])" in source
+
+    class New:
+        pass
+
+    with compat.quick_deprecated_classes():
+        quick = deprecate.create_deprecated_class("Old", New)
+    assert deprecate.inspect is inspect
+    slow = deprecate.create_deprecated_class("Old", New)
+    assert quick.__module__ == slow.__module__ == __name__
