@@ -423,6 +423,43 @@ def test_a_killed_workers_leases_come_back_after_the_timeout(redis_server, redis
     assert set(redis_client.hvals(survivor.prefix + "owner")) == {b"survivor"}
 
 
+def test_a_lease_call_sent_again_gets_the_lease_it_took(redis_client):
+    """A lease call whose reply was lost (Redis went away after running it) is sent again by the
+    worker's client as it was, or filled again once Redis lost its scripts in a restart: with
+    its token it gets the URL the first sending leased, not a second one that no one would hold
+    until its lease ran out."""
+    from tarantula.store.redis.codec import Record
+
+    frontier = make(redis_client, concurrency=3, worker="w")
+    urls = [url(0, f"p{i}") for i in range(4)]
+    frontier.push_many([(u, u, 0, None, None) for u in urls])
+
+    def send(token: str) -> tuple[str, str]:
+        reply = frontier.scripts.run("lease", frontier.keys, [frontier.prefix, "w", "0", token])
+        return Record.decode(reply[0], frontier.dfs).entry.url, reply[2].decode()
+
+    first = send("t.1")
+    redis_client.script_flush()  # as a restart leaves Redis: the scripts are loaded again
+    assert send("t.1") == first == (urls[0], "leased")
+    assert send("t.2") == (urls[1], "leased")
+    frontier.ack(urls[0], "stored")
+    assert send("t.1") == (urls[2], "leased")  # the first lease is over: a token is not reused
+    assert frontier.in_flight() == 2
+
+    # The worker's own calls: a batch filled again after the scripts were lost keeps its token.
+    def token() -> int:
+        return int(redis_client.hget(frontier.prefix + "taken", "w").split(b"|")[0].split(b".")[1])
+
+    frontier.ack(urls[1], "stored")
+    assert frontier.lease().url == urls[3]
+    before = token()
+    frontier.ack(urls[3], "stored")
+    frontier.push(url(0, "p4"), url(0, "p4"), 0)
+    redis_client.script_flush()
+    assert frontier.lease().url == url(0, "p4")
+    assert token() == before + 1
+
+
 def test_a_worker_that_stops_gives_its_leases_back_at_once(redis_client):
     one = make(redis_client, worker="one")
     two = make(redis_client, worker="two")

@@ -245,9 +245,9 @@ def test_redis_unreachable_at_start_is_a_clear_error(web, tmp_path):
 def test_the_crawl_completes_when_redis_restarts_mid_crawl(web, tmp_path, redis_servers):
     server = redis_servers(appendonly=True)
     urls = tree_site(web, delay=0.05)
-    # A lease call whose reply the stop cut off is sent again on reconnection and takes another
-    # URL; the first comes back when its lease runs out (docs/scale-out.md), here within 5 s.
-    conf = shared_conf(tmp_path, urls[0], server, lease_timeout=5)
+    # A lease call whose reply the stop cut off is sent again on reconnection, with its token:
+    # it gets the lease the first sending took (lease.lua), and no lease is left to run out.
+    conf = shared_conf(tmp_path, urls[0], server, lease_timeout=10)
     w1 = start_worker(conf, "w1")
     wait_for(lambda: len(web.requests) >= 60, timeout=120)
     server.stop()
@@ -257,6 +257,8 @@ def test_the_crawl_completes_when_redis_restarts_mid_crawl(web, tmp_path, redis_
     finish(w1)
     indexed = assert_whole(web, tmp_path / "repo")
     assert sorted(indexed) == sorted(urls)
+    said = log.read_text(encoding="utf-8")
+    assert "reply lost" not in said and "stopped answering" not in said, said
 
 
 def test_resume_after_every_worker_was_killed(web, tmp_path, redis_server):

@@ -5,7 +5,9 @@ trip, and leases taken ahead ride on it, kept for later calls of the scheduler (
 
 from __future__ import annotations
 
+import itertools
 import logging
+import secrets
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -56,6 +58,16 @@ class Calls:
         self.ahead_for = lease_timeout * AHEAD_PART  # a lease taken ahead is used within this
         self._ahead: deque[tuple[float, list[Any]]] = deque()  # leases taken ahead: when, reply
         self.refused = 0  # of the pushes, how many Redis refused (their URLs were seen)
+        # Each lease call's token: a call sent again after a lost reply gets the lease the first
+        # sending took (lease.lua). Unique to this process, so a worker started again under the
+        # same name never matches its predecessor's.
+        self._tokens = itertools.count(1)
+        self._process = secrets.token_hex(4)
+
+    def _token(self) -> str:
+        """A lease call's token (lease.lua): a call sent again, after its reply was lost or after
+        Redis lost the scripts in a restart, keeps its token, and gets the lease it took."""
+        return f"{self._process}.{next(self._tokens)}"
 
     if TYPE_CHECKING:
 
@@ -113,15 +125,17 @@ class Calls:
         ``replies`` are those of the commands :meth:`add_pushes` added (none, or one)."""
         self.refused += sum(1 for queued in pushed(replies) if not queued)
 
-    def add_lease_ahead(self, batch: Batch, added: int = 0) -> bool:
+    def add_lease_ahead(self, batch: Batch, added: int = 0, token: str | None = None) -> bool:
         """Add a lease taken ahead to ``batch`` (a page's content claim or store), to be kept for
         a later call of the scheduler (:meth:`leased_ahead` takes the reply): unless this worker
         holds :attr:`ahead` taken ahead already, counting the ``added`` to the batch before. Such
         a lease does not take the last slot that is free now (the only due host's last): that
-        one is for a worker with a thread free now. Returns whether it added one."""
+        one is for a worker with a thread free now. ``token``: the call's (:meth:`_token`), the
+        same each time a batch is filled again. Returns whether it added one."""
         if len(self._ahead) + added >= self.ahead:
             return False
-        self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1"])
+        token = token or self._token()
+        self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1", token])
         return True
 
     def execute_leasing_ahead(self, fill: Callable[[Batch], object], leases: int = 1) -> list[Any]:
@@ -129,12 +143,13 @@ class Calls:
         (:meth:`add_lease_ahead`; one a page whose content is claimed), whose replies are kept
         (:meth:`leased_ahead`), not returned."""
         added = 0
+        tokens = [self._token() for _ in range(leases)]  # the same if the batch is filled again
 
         def fill_and_lease(batch: Batch) -> None:
             nonlocal added
             added = 0
             fill(batch)
-            while added < leases and self.add_lease_ahead(batch, added):
+            while added < leases and self.add_lease_ahead(batch, added, tokens[added]):
                 added += 1
 
         replies = self.execute(fill_and_lease)
@@ -165,8 +180,9 @@ class Calls:
             # Too old to trust its deadline: back to its queue (if still this worker's).
             url = Record.decode(reply[0], self.dfs).entry.url
             self._run("give_back", url_id(url)[0], "0", int(reply[4]), self.worker, reply[1])
+        token = self._token()  # the same if the batch is filled again (scripts loaded again)
         reply, server = self._timed_batch(
-            lambda batch: self._run("lease", self.worker, "0", batch=batch),
+            lambda batch: self._run("lease", self.worker, "0", token, batch=batch),
             self.ahead if self.ahead_with_lease and not self._dry else 0,
         )
         self._dry = reply[0] is None

@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 #: The fixed keys of a crawl, in the order the scripts receive them.
 KEYS = (
     "conf", "n", "u", "next", "wait", "heads", "inflight", "leases", "owner", "outcome", "dead",
-    "dropped", "held", "workers",
+    "dropped", "held", "workers", "taken",
 )  # fmt: skip
 
 

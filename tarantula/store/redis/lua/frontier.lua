@@ -2,7 +2,7 @@ local P = ARGV[1]
 local K = {conf = KEYS[1], n = KEYS[2], u = KEYS[3], next = KEYS[4], wait = KEYS[5],
            heads = KEYS[6], inflight = KEYS[7], leases = KEYS[8], owner = KEYS[9],
            outcome = KEYS[10], dead = KEYS[11], dropped = KEYS[12], held = KEYS[13],
-           workers = KEYS[14]}
+           workers = KEYS[14], taken = KEYS[15]}
 local c = redis.call('HMGET', K.conf, 'traversal', 'delay', 'concurrency', 'lease-timeout',
                      'budget', 'max-attempts')
 local DFS = c[1] == 'dfs'

@@ -1,10 +1,26 @@
 -- ARGV: prefix, worker, ahead ('1': a lease taken ahead, which does not take the last slot that is
--- free now, the only due host's last, from a worker with a thread free now). A worker that holds
--- its fair share already gets none ('share', see over_share). Returns {record, server time, status,
--- host, charged by this lease, the workers whose expired leases it reaped}.
+-- free now, the only due host's last, from a worker with a thread free now), the call's token (no
+-- '|' in it; a worker's calls each have their own). A worker that holds its fair share already
+-- gets none ('share', see over_share). Returns {record, server time, status, host, charged by this
+-- lease, the workers whose expired leases it reaped}.
+-- A call sent again with its token (its reply was lost with the connection, and the worker's
+-- client sent it again once Redis answered) gets the lease the first sending took, while the
+-- worker still holds it, rather than a second one that no one would know of until it ran out.
 -- Loaded after: time.lua, frontier.lua.
 local now = now_time()
 local ahead = ARGV[3] == '1'
+local token = ARGV[4] or ''
+if token ~= '' then
+  local last = redis.call('HGET', K.taken, ARGV[2])
+  local cut = last and string.find(last, '|', 1, true)
+  if cut and string.sub(last, 1, cut - 1) == token then
+    local h8 = string.sub(last, cut + 1, cut + 8)
+    local r = redis.call('HGET', K.u, h8)
+    if r and redis.call('HGET', K.owner, h8) == ARGV[2] then
+      return {r, fmt(now), 'leased', string.sub(last, cut + 10), tonumber(string.sub(last, cut + 9, cut + 9)), {}}
+    end
+  end
+end
 local _, gone = reap(now, 16)
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', K.wait, '-inf', fmt(now), 'LIMIT', 0, 64)) do
   redis.call('ZREM', K.wait, host)
@@ -56,6 +72,7 @@ for _ = 1, 16 do
     local nxt = math.max(now + DELAY, tonumber(redis.call('HGET', K.next, host) or '0'))
     redis.call('HSET', K.next, host, fmt(nxt))
     place_leased(host, busy, nxt, now)
+    if token ~= '' then redis.call('HSET', K.taken, ARGV[2], token .. '|' .. h8 .. charged .. host) end
     return {r, fmt(now), 'leased', host, charged, gone}
   end
 end
