@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import multiprocessing
 import os
 import sys
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -340,7 +339,11 @@ def check_browse(browse: Path, documents: dict[str, Stored], files: set[str], ta
     batches = list(_batches(pages, 500))
     if jobs > 1 and len(batches) > 1:
         # Reading pages is Python work that holds the GIL: processes, not threads. "spawn" does
-        # not fork a process that runs threads.
+        # not fork a process that runs threads. (Imported here: every command's start imports
+        # this module, and multiprocessing is a few milliseconds of it.)
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         pool = ProcessPoolExecutor(
             min(jobs, len(batches)),
             mp_context=multiprocessing.get_context("spawn"),

@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import regex
-
 from tarantula.compat import regex_parser
 
 # The parser is private (tarantula.compat): without it, no static check.
@@ -99,6 +97,8 @@ class UserPattern:
         compiled = re.compile(pattern) if isinstance(pattern, str) else pattern
         self.pattern = compiled.pattern
         self.timeout = timeout
+        import regex  # here: a crawl without user patterns starts without it (12 ms)
+
         try:
             self._regex: Any = regex.compile(
                 compiled.pattern, compiled.flags & ~re.UNICODE | regex.V0
