@@ -195,8 +195,9 @@ class Calls:
         for owner, count in Counter(reply[5] if len(reply) > 5 and reply[5] else ()).items():
             urls = f"{count} URL" + ("" if count == 1 else "s")
             if owner.decode() == self.worker:
-                # This worker's own: a lease whose reply was lost when Redis went away (the call
-                # was sent again on reconnection and took another URL), which nothing here held.
+                # This worker's own, which nothing here held: a lease whose reply was lost when
+                # Redis went away, its call not sent again (a call sent again with its token gets
+                # the lease it took, lease.lua).
                 logger.warning(
                     "Worker %s's lease on %s, its reply lost while Redis was away, ran out: "
                     "queued again", self.worker, urls,
