@@ -23,8 +23,29 @@ static uint64_t spread[256];
  * upper-case ASCII letter; lower[c]: c lower-cased as bytes.lower() does. */
 static uint8_t kind[256], lower[256];
 
+/* The places' byte substitutions by byte of a hash: [j][b] is b's substitute in byte j. Made
+ * from the caller's 256-byte tables at its first call (simhash._SECOND and _THIRD, constants),
+ * with the interpreter's lock held; a call with other tables is refused, so no call reads them
+ * while they change. */
+static uint64_t second_table[8][256], third_table[8][256];
+static uint8_t second_source[256], third_source[256];
+static int tables_made = 0;
+
+static int make_tables(const uint8_t *second, const uint8_t *third) {
+    if (tables_made)
+        return memcmp(second, second_source, 256) == 0 && memcmp(third, third_source, 256) == 0;
+    memcpy(second_source, second, 256);
+    memcpy(third_source, third, 256);
+    for (int j = 0; j < 8; j++)
+        for (int b = 0; b < 256; b++) {
+            second_table[j][b] = (uint64_t)second[b] << (8 * j);
+            third_table[j][b] = (uint64_t)third[b] << (8 * j);
+        }
+    tables_made = 1;
+    return 1;
+}
+
 typedef struct {
-    uint64_t second[8][256], third[8][256]; /* the places' byte substitutions, byte j of a hash in [j] */
     uint64_t previous[2][3];       /* the last two words' hashes in each place */
     Py_ssize_t words;
     uint64_t acc[8];               /* bit 8j+m's count of the shingles since the last flush, in byte m of acc[j] */
@@ -52,7 +73,8 @@ static void add_word(Fingerprint *f, const uint8_t *word, size_t length) {
     /* The Python path reads a word's hash as the little-endian integer of XXH3's canonical
      * (big-endian) digest, so the hash's bytes swapped. */
     uint64_t hash = __builtin_bswap64(XXH3_64bits(word, length));
-    uint64_t first = hash, second = substituted(hash, f->second), third = substituted(hash, f->third);
+    uint64_t first = hash, second = substituted(hash, second_table),
+             third = substituted(hash, third_table);
     if (f->words >= 2) {
         uint64_t shingle = f->previous[0][0] ^ f->previous[1][1] ^ third;
         for (int j = 0; j < 8; j++)
@@ -151,8 +173,8 @@ static PyObject *fingerprint(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*y*n", &html, &second, &third, &min_words))
         return NULL;
     PyObject *result = NULL;
-    if (second.len != 256 || third.len != 256) {
-        PyErr_SetString(PyExc_ValueError, "a substitution table has 256 bytes");
+    if (second.len != 256 || third.len != 256 || !make_tables(second.buf, third.buf)) {
+        PyErr_SetString(PyExc_ValueError, "the substitution tables are simhash._SECOND and _THIRD");
         goto done;
     }
     size_t length = (size_t)html.len;
@@ -164,11 +186,6 @@ static PyObject *fingerprint(PyObject *module, PyObject *args) {
     }
     Fingerprint f;
     memset(&f, 0, sizeof f);
-    for (int j = 0; j < 8; j++)
-        for (int b = 0; b < 256; b++) {
-            f.second[j][b] = (uint64_t)((const uint8_t *)second.buf)[b] << (8 * j);
-            f.third[j][b] = (uint64_t)((const uint8_t *)third.buf)[b] << (8 * j);
-        }
     Py_BEGIN_ALLOW_THREADS
     size_t n = shown(html.buf, length, text);
     /* simhash._TEXT over b">" + shown: from each '>' (and the start) the text up to the next '<'. */

@@ -29,10 +29,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import call_later
 
 from tarantula.compat import quick_deprecated_classes, report_writes
+from tarantula.context import context_of
 
 with quick_deprecated_classes():  # a tenth of a second of every start (tarantula/compat.py)
     from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
-from tarantula.context import context_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

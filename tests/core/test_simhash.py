@@ -117,6 +117,10 @@ def test_the_c_pass_is_built():
     # setup.py builds it where a compiler is found, as on every machine the suite runs on; a
     # missing build would leave crawls on the Python path (the same fingerprints, slower).
     assert simhash._simhash is not None, "tarantula/core/_simhash.c was not built"
+    # It keeps the substitution tables of its first call: other tables are refused, not used.
+    assert fingerprint(b"<p>a b c</p>") is None  # a first call, with the module's tables
+    with pytest.raises(ValueError, match="_SECOND and _THIRD"):
+        simhash._simhash.fingerprint(b"<p>a b c</p>", bytes(256), simhash._THIRD, 3)
 
 
 def test_real_documentation_pages_have_the_python_path_s_fingerprint():

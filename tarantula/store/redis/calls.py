@@ -125,7 +125,7 @@ class Calls:
         ``replies`` are those of the commands :meth:`add_pushes` added (none, or one)."""
         self.refused += sum(1 for queued in pushed(replies) if not queued)
 
-    def add_lease_ahead(self, batch: Batch, added: int = 0, token: str | None = None) -> bool:
+    def add_lease_ahead(self, batch: Batch, added: int, token: str) -> bool:
         """Add a lease taken ahead to ``batch`` (a page's content claim or store), to be kept for
         a later call of the scheduler (:meth:`leased_ahead` takes the reply): unless this worker
         holds :attr:`ahead` taken ahead already, counting the ``added`` to the batch before. Such
@@ -134,7 +134,6 @@ class Calls:
         same each time a batch is filled again. Returns whether it added one."""
         if len(self._ahead) + added >= self.ahead:
             return False
-        token = token or self._token()
         self.scripts.add(batch, "lease", self.keys, [self.prefix, self.worker, "1", token])
         return True
 
