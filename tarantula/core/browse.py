@@ -482,6 +482,11 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     return convert
 
 
+#: Codecs that give back any bytes they decode with ``surrogateescape`` (PEP 383): a page
+#: decoded with them is not encoded again to check.
+_ROUND_TRIP = frozenset({"utf-8", "latin-1", "iso8859-1"})
+
+
 def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
     """The text of a page and the codec that gives back exactly ``body`` when it is encoded again
     (``errors="surrogateescape"``): the page's own codec, else UTF-8, else Latin-1 (which reads
@@ -491,7 +496,7 @@ def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
             continue
         try:
             text = body.decode(name, "surrogateescape")
-            if text.encode(name, "surrogateescape") == body:
+            if name in _ROUND_TRIP or text.encode(name, "surrogateescape") == body:
                 return text, name
         except (UnicodeError, LookupError):
             continue

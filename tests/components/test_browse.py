@@ -21,6 +21,7 @@ from twisted.internet.threads import deferToThread
 from tarantula.core import browse as conversion
 from tarantula.core.config import CrawlConfig
 from tarantula.core.documents import StoredDocument
+from tarantula.core.frontier import url_hash
 from tarantula.core.reader import read_html
 from tarantula.pipelines.browse import BrowsePipeline
 from tarantula.pipelines.index import IndexPipeline
@@ -274,6 +275,102 @@ def test_an_interrupted_run_links_what_it_did_not_store_as_urls_until_the_next(c
     assert resumed.page("a.test/index.html") == (
         '<title>Home</title><a href="b.html">B</a> <a href="c.pdf">C</a>'
     )
+
+
+def test_what_a_page_expects_is_checked_again_after_a_kill(
+    crawls: Crawls, monkeypatch: pytest.MonkeyPatch
+):
+    """What pages written ahead expect is kept in memory, and in their rows for a run that opens
+    after a kill: a target still queued is expected again, one done meanwhile has the page
+    converted again, once."""
+    config = browsable(crawls)
+    d = "http://a.test/d.html"
+    first = begin(crawls(config), interval=3600)
+    first.queue(A, B, C, d)
+    first.fetch(A, HOME + b' <a href="/d.html">D</a>')
+    first.commit()
+    ahead = '<title>Home</title><a href="b.html">B</a> <a href="c.pdf">C</a> <a href="d.html">D</a>'
+    assert first.page("a.test/index.html") == ahead
+    first.fail(B)  # done without a copy before the kill, not yet seen by a scan
+    first.commit()
+    first.crawl.context.store.close()  # kill -9: no end of run
+
+    converted = count_conversions(monkeypatch)
+    second = begin(crawls(config), interval=3600)
+    assert converted == {A: 1}  # B is done: converted as the run opens, expecting C and d again
+    mirror = second.browse.mirror  # type: ignore[union-attr]
+    assert mirror._expects == {url_hash(A): {url_hash(C), url_hash(d)}}
+    second.commit()
+    assert second.page("a.test/index.html") == ahead.replace('"b.html"', '"http://a.test/b.html"')
+    second.fetch(C, b"%PDF-1.4", doc_type="pdf")
+    second.fetch(d, b"d")
+    second.end()
+    assert second.page("a.test/index.html") == ahead.replace('"b.html"', '"http://a.test/b.html"')
+    assert converted == {A: 1, d: 1}
+
+
+def test_a_state_kept_by_an_earlier_version_has_its_expecting_pages_written_again(
+    crawls: Crawls, monkeypatch: pytest.MonkeyPatch
+):
+    config = browsable(crawls)
+    first = begin(crawls(config))
+    first.queue(A, B)
+    first.fetch(A, HOME)
+    first.commit()
+    db = first.crawl.context.store.db
+    db.execute("UPDATE browse_copies SET ahead = X''")  # as an earlier version wrote the row
+    db.execute("CREATE TABLE browse_expected (page INTEGER NOT NULL, entry INTEGER NOT NULL)")
+    db.execute("INSERT INTO browse_expected VALUES (?, ?)", (url_hash(A), url_hash(B)))
+    first.commit()
+    first.crawl.context.store.close()
+
+    converted = count_conversions(monkeypatch)
+    second = begin(crawls(config))
+    assert converted == {A: 1}  # as the run opens, expecting B again
+    tables = second.crawl.context.store.db.execute("SELECT name FROM sqlite_master").fetchall()
+    assert ("browse_expected",) not in tables
+    second.fail(B)
+    second.end()
+    assert converted == {A: 2}
+    assert 'href="http://a.test/b.html"' in second.page("a.test/index.html")
+
+
+def test_past_the_pairs_kept_a_page_links_to_queued_urls_as_urls_until_they_arrive(
+    crawls: Crawls, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(browse_module, "_EXPECTED_KEPT", 1)
+    run = begin(crawls(browsable(crawls)))
+    run.queue(A, B, C, "http://a.test/x.html")
+    run.fetch(A, HOME)  # b.html and c.pdf written ahead: two (page, target) pairs
+    run.fetch(B, b'<a href="/x.html">x</a>')  # one left: no more links written ahead
+    run.commit()
+    assert '<a href="b.html">' in run.page("a.test/index.html")
+    assert run.page("a.test/b.html") == '<a href="http://a.test/x.html">x</a>'
+    run.fetch(C, b"%PDF-1.4", doc_type="pdf")
+    run.fetch("http://a.test/x.html", b"x")
+    run.end()
+    assert run.page("a.test/b.html") == '<a href="x.html">x</a>'
+
+
+def test_a_link_leads_to_where_its_target_was_stored_last(crawls: Crawls):
+    """A document stored where its URL says costs its referrers no look-up of its path; one stored
+    again elsewhere in the same run is looked up."""
+    run = begin(crawls(browsable(crawls)))
+    d = "http://a.test/d"
+    run.store(d, b"<p>d</p>")  # where its URL says: d.html
+    run.store("http://a.test/p1.html", b'<a href="/d">D</a>')
+    run.commit()
+    assert run.page("a.test/p1.html") == '<a href="d.html">D</a>'
+    # stored again in the run, elsewhere (as another type at a path of its own)
+    run.crawl.context.store.db.execute(
+        "UPDATE documents SET path = 'a.test/d.pdf' WHERE url = ?", (d,)
+    )
+    (run.root / "a.test/d.pdf").write_bytes(b"%PDF-1.4")
+    mirror = run.browse.mirror  # type: ignore[union-attr]
+    mirror.stored(d, "a.test/d.pdf", md5_of(b"%PDF-1.4"), "pdf", None, b"%PDF-1.4")
+    run.store("http://a.test/p2.html", b'<a href="/d">D</a> ')
+    run.commit()
+    assert run.page("a.test/p2.html") == '<a href="d.pdf">D</a> '
 
 
 def test_an_update_converts_for_its_slice_of_time_and_leaves_the_rest_for_the_next(

@@ -308,6 +308,12 @@ def test_decode_page_always_gives_back_the_bytes():
         assert text.encode(used, "surrogateescape") == body
 
 
+@given(st.binary(max_size=64), st.sampled_from(["utf-8", "iso8859-1", "shift_jis", "cp1252", None]))
+def test_decode_page_gives_back_any_bytes_unchecked_codecs_too(body: bytes, codec: str | None):
+    text, used = decode_page(body, codec)
+    assert text.encode(used, "surrogateescape") == body
+
+
 def test_a_style_sheet_is_converted_against_its_own_url():
     css = b"@import url(/css/site.css); body { background: url('../img/big.png') }"
     data, links = convert_document(

@@ -35,6 +35,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from types import EllipsisType
 from typing import TYPE_CHECKING, Protocol
 
 from tarantula.core.browse import (
@@ -55,6 +56,7 @@ from tarantula.core.filters import HTML_EXTENSIONS, extension
 from tarantula.core.folderlock import folder_lock
 from tarantula.core.frontier import HashSet, url_hash
 from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_NAME, BROWSE_STATE_NAME, STATE_FOLDER
+from tarantula.core.links import LINKS_KEPT
 from tarantula.core.mirror import UnsafePath, copy_relpath, store_path, write_atomic
 from tarantula.core.reader import HtmlReading, Ref
 from tarantula.core.requisites import Requisite, entry_url
@@ -74,9 +76,14 @@ logger = logging.getLogger(__name__)
 _SCHEMA = (
     # One row per document that has a browse copy: what it was made from, and the targets of its
     # links (url_hash values, sorted int64 arrays) written as relative paths and as absolute URLs.
+    # With a frontier to ask (one process), ``ahead`` lists the frontier entries (url_hash of a
+    # document's URL or of a requisite's entry) of the targets it linked to as files before they
+    # were stored, as they were queued or leased then; the page expects each at the path its URL
+    # gives it. Which of them it still expects is kept in memory as they arrive: a run that opens
+    # after a kill checks them again (BrowseMirror.open), and a run's end empties them.
     "CREATE TABLE IF NOT EXISTS browse_copies (hash INTEGER PRIMARY KEY, url TEXT NOT NULL,"
     " path TEXT NOT NULL, md5 TEXT NOT NULL, kind TEXT NOT NULL, codec TEXT,"
-    " local BLOB NOT NULL, absolute BLOB NOT NULL)",
+    " local BLOB NOT NULL, absolute BLOB NOT NULL, ahead BLOB NOT NULL DEFAULT X'')",
     "CREATE INDEX IF NOT EXISTS browse_copies_path ON browse_copies (path)",
     # Which pages wait for which targets: the absolute links, by target.
     "CREATE TABLE IF NOT EXISTS browse_waiting (target INTEGER NOT NULL, page INTEGER NOT NULL,"
@@ -85,14 +92,16 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS browse_dirty (page INTEGER PRIMARY KEY)",
     # Browse paths whose file is to be written or deleted once the rows that say so are committed.
     "CREATE TABLE IF NOT EXISTS browse_pending (path TEXT PRIMARY KEY) WITHOUT ROWID",
-    # One process: the targets a page links to as files before they were stored, as they were
-    # queued or leased then (the frontier entries, url_hash of a document's URL or of a
-    # requisite's entry): the page expects each at the path its URL gives it.
-    "CREATE TABLE IF NOT EXISTS browse_expected (page INTEGER NOT NULL, entry INTEGER NOT NULL,"
-    " PRIMARY KEY (page, entry)) WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS browse_expected_entry ON browse_expected (entry)",
 )
-_TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending", "browse_expected")
+_TABLES = ("browse_copies", "browse_waiting", "browse_dirty", "browse_pending")
+#: Where an earlier version kept what a page expects (a row per page and target): read once by a
+#: run that opens such a state, then dropped.
+_OLD_EXPECTED = "browse_expected"
+
+#: (page, target) pairs expected at most (about 150 bytes of memory each): past them a page links
+#: to a queued URL as a URL, and is written again when it arrives (as a page that links to a URL
+#: not queued is).
+_EXPECTED_KEPT = 400_000
 
 #: Marked pages checked at one update, at most, for targets still expected.
 _CHECKED = 512
@@ -101,6 +110,9 @@ _CHECKED = 512
 #: that wrote links ahead kept in memory for their second conversion, at most.
 _READINGS_KEPT = 16 * 1024 * 1024
 _REF_SIZE = 200
+
+#: A browse copy's row as :meth:`BrowseMirror._copy_row` reads it: path, absolute, kind, md5.
+_CopyRow = tuple[str, bytes, str, str]
 
 #: Converted pages held in memory, waiting for the commit after which they are written, before
 #: a long piece of work (a bulk conversion) commits early.
@@ -292,7 +304,8 @@ class BrowseMirror:
     a ``frontier`` to ask (a crawl in one process) so does a link to a URL the crawl
     has queued or leased, to the file its URL gives it (as HTTrack writes links ahead); a link to
     anything else becomes an absolute URL. The page remembers the targets it expects that way
-    (``browse_expected``), and those it links to as URLs (``browse_waiting``). When an expected
+    (in memory, and in its row for a run that opens after a kill), and those it links to as URLs
+    (``browse_waiting``). When an expected
     target is stored where expected, nothing more is done; when it is stored elsewhere (another
     type than its URL said) or its URL is done without a document (a 404, a duplicate, a
     redirect), and when a target linked as a URL is stored after all, the page is marked
@@ -350,8 +363,18 @@ class BrowseMirror:
         # hash is not in it is not stored, and costs no look-up), filled by open().
         self._known = HashSet()
         self._twins = HashSet()  # URL hashes of the URLs kept as exact duplicates
+        # URL hashes of the documents stored by this run whose copy is where their URL says
+        # (expected_name), so their path costs no look-up; those stored again elsewhere since
+        # are in _irregular. A document a recrawl removes keeps its links until the run's end,
+        # where reconcile() writes its referrers again.
+        self._regular = HashSet()
+        self._irregular: set[int] = set()
         self._checked = 0  # the page an update checked last (with a frontier), to go round them
         self._expecting = frontier is not None  # links to queued URLs are written as files
+        # What pages expect, both ways: frontier entry -> pages, page -> entries (see _expect).
+        self._expected: dict[int, set[int]] = {}
+        self._expects: dict[int, set[int]] = {}
+        self._pairs = 0  # (page, entry) pairs in them
         self._next_scan = clock() + interval  # see _scan_expected
         # One conversion's look-ups (see _prefetch): absolute URL -> (key, path), and the
         # targets it writes as files ahead of their storing: key -> frontier entries.
@@ -359,15 +382,20 @@ class BrowseMirror:
         self._ahead: dict[str, list[int]] = {}
         self._joins: Joins = {}  # links resolved across pages (see link_converter)
         self._hashed: dict[str, int] = {}  # url_hash of one conversion's targets (_prefetch)
-        # The readings of pages that wrote links ahead, while they expect targets, with how many
-        # (see _hold): a page converted again is not read again.
-        self._readings: dict[int, tuple[HtmlReading, int]] = {}
+        # Targets met across conversions (pages repeat theirs): absolute URL -> key and url_hash
+        # (None: no key), as many as the spider's link resolution keeps, cleared when full.
+        self._keyed: dict[str, tuple[str, int] | None] = {}
+        # The readings of pages that wrote links ahead, while they expect targets (see _hold): a
+        # page converted again is not read again.
+        self._readings: dict[int, HtmlReading] = {}
         self._held = 0
         self._queue: dict[str, bytes | Path | None] = {}  # path -> content, raw copy, None: delete
         self._queued = 0
         self._next_update = clock() + interval
         for statement in _SCHEMA:
             db.execute(statement)
+        if "ahead" not in {row[1] for row in db.execute("PRAGMA table_info(browse_copies)")}:
+            db.execute("ALTER TABLE browse_copies ADD COLUMN ahead BLOB NOT NULL DEFAULT X''")
         db.on_commit(after=self._write_files)
 
     # -- the crawl's events --
@@ -380,6 +408,7 @@ class BrowseMirror:
         self._known = HashSet(url_hash(url) for url, _, _ in self.documents.listing())
         self._twins = HashSet()
         self._dirty = {page for (page,) in self.db.execute("SELECT page FROM browse_dirty")}
+        self._expect_again()
         redo: set[int] = set()
         for (name,) in self.db.execute("SELECT path FROM browse_pending").fetchall():
             owners = [
@@ -402,35 +431,39 @@ class BrowseMirror:
         HTML page from ``page``, its reading, when it has one)."""
         h = url_hash(url)
         self._known.add(h)
+        name = browse_name(path, kind_of(doc_type))
+        if name == expected_name(url):
+            self._regular.add(h)
+            self._irregular.discard(h)
+        else:
+            self._irregular.add(h)
         if self.frontier is not None:
-            self._arrived(url, browse_name(path, kind_of(doc_type)))
-        row = self.db.execute("SELECT md5, path FROM browse_copies WHERE hash = ?", (h,)).fetchone()
-        if row is not None and tuple(row) == (md5, path):
+            self._arrived(url, name)
+        old = self._copy_row(h)
+        if old is not None and (old[3], old[0]) == (md5, path):
             return  # the same content again (a recrawl)
-        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body, page)
+        self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body, page,
+                      old)  # fmt: skip
 
     def _arrived(self, url: str, name: str) -> None:
         """The target ``url`` is stored, its copy at ``name`` in ``browse/``: the pages that
         expected it there are right; those that expected it elsewhere are marked."""
-        entries = (url_hash(url), url_hash(entry_url(url)))
-        pages = [
-            page
-            for (page,) in self.db.execute(
-                "SELECT page FROM browse_expected WHERE entry IN (?, ?)", entries
-            )
-        ]
+        expected = self._expected
+        if not expected:
+            return
+        pages: set[int] = set()
+        for entry in (url_hash(url), url_hash(entry_url(url))):
+            if (waiting := expected.get(entry)) is not None:
+                pages |= waiting
+                self._forget(entry)
         if not pages:
             return
-        self.db.execute("DELETE FROM browse_expected WHERE entry IN (?, ?)", entries)
         if expected_name(url) != name:
             self._mark(pages)
             return
         for page in pages:  # a page that expects nothing more, rightly, is not converted again
-            held = self._readings.get(page)
-            if held is not None and held[1] <= 1 and page not in self._dirty:
+            if page not in self._expects and page not in self._dirty:
                 self._release(page)
-            elif held is not None:
-                self._readings[page] = (held[0], held[1] - 1)
 
     def update_if_due(self) -> None:
         """Write again the marked pages that expect nothing more, if an update is due."""
@@ -444,18 +477,58 @@ class BrowseMirror:
     def _scan_expected(self) -> None:
         """Mark the pages that expect a target whose URL is done without its copy where they
         expect it (a failure, a duplicate, a redirect: the crawl left it for good)."""
+        queued = self._in_queue(list(self._expected))
+        pages: set[int] = set()
+        for entry in [entry for entry in self._expected if entry not in queued]:
+            pages |= self._expected[entry]
+            self._forget(entry)
+        if pages:
+            self._mark(pages)
+
+    def _in_queue(self, entries: list[int]) -> set[int]:
+        """Of frontier ``entries``, those the crawl has queued or leased."""
         assert self.frontier is not None
-        rows = self.db.execute("SELECT page, entry FROM browse_expected").fetchall()
-        entries = list({entry for _, entry in rows})
         queued: set[int] = set()
         for chunk in range(0, len(entries), 256):
             queued |= self.frontier(entries[chunk : chunk + 256])
-        done = [(page, entry) for page, entry in rows if entry not in queued]
-        if done:
-            self.db.sql.executemany(
-                "DELETE FROM browse_expected WHERE page = ? AND entry = ?", done
-            )
-            self._mark({page for page, _ in done})
+        return queued
+
+    def _forget(self, entry: int) -> None:
+        """No page expects ``entry`` any more (it arrived, or is done without a copy)."""
+        for page in self._expected.pop(entry, ()):
+            waits = self._expects[page]
+            waits.discard(entry)
+            self._pairs -= 1
+            if not waits:
+                del self._expects[page]
+
+    def _expect_again(self) -> None:
+        """As a run opens: what the pages written ahead by a run that did not end (a kill)
+        still expect, from their rows. A page one of whose targets is no longer queued is
+        marked (it may have arrived where expected, or not at all: converting the page again
+        tells)."""
+        self._expected, self._expects, self._pairs = {}, {}, 0
+        old = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_OLD_EXPECTED,)
+        ).fetchone()
+        if old is not None:  # a state an earlier version kept: its pages are written again
+            self._mark(page for (page,) in self.db.execute(
+                f"SELECT DISTINCT page FROM {_OLD_EXPECTED}").fetchall())  # fmt: skip
+            self.db.execute(f"DROP TABLE {_OLD_EXPECTED}")
+        rows = self.db.execute(
+            "SELECT hash, ahead FROM browse_copies WHERE length(ahead) > 0"
+        ).fetchall()
+        if self.frontier is None:  # no links written ahead any more: each page is written again
+            self._mark(page for page, _ in rows)
+            return
+        queued = self._in_queue(list({entry for _, ahead in rows for entry in _unpack(ahead)}))
+        left = []
+        for page, ahead in rows:
+            entries = set(_unpack(ahead))
+            if not entries <= queued:
+                left.append(page)
+            self._add_expected(page, entries & queued)
+        self._mark(left)
 
     def update(self, budget: float | None = None) -> int:
         """Write again the marked pages (with a frontier, those that expect no target any more),
@@ -498,17 +571,7 @@ class BrowseMirror:
 
     def _settled(self, pages: list[int]) -> list[int]:
         """Of ``pages``, those that expect no target any more."""
-        waiting: set[int] = set()
-        for chunk in range(0, len(pages), 256):
-            part = pages[chunk : chunk + 256]
-            marks = ",".join("?" * len(part))
-            waiting.update(
-                page
-                for (page,) in self.db.execute(
-                    f"SELECT DISTINCT page FROM browse_expected WHERE page IN ({marks})", part
-                )
-            )
-        return [page for page in pages if page not in waiting]
+        return [page for page in pages if page not in self._expects]
 
     def reconcile(self, force: Iterable[int] = ()) -> None:
         """Bring every copy in line with the state's documents (and convert again the documents
@@ -557,13 +620,14 @@ class BrowseMirror:
         next commit (the run's last). A page that still expects a target (an interrupted crawl,
         a limit reached) links to its URL instead: this run will not store it."""
         self._expecting = False
-        still = set()
         if self.frontier is not None:
             self._scan_expected()
-            still = {
-                page for (page,) in self.db.execute("SELECT DISTINCT page FROM browse_expected")
-            }
+        still = set(self._expects)
+        self._expected, self._expects, self._pairs = {}, {}, 0
         self.reconcile(still)
+        # What pages expected is settled: a later run has nothing to check again.
+        self.db.execute("UPDATE browse_copies SET ahead = X'' WHERE length(ahead) > 0")
+        self.db.changed()
 
     # -- converting --
 
@@ -579,12 +643,19 @@ class BrowseMirror:
         md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
         self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body)
 
-    def _convert(self, url: str, path: str, md5: str, kind: str, codec: str | None,
-                 body: bytes, page: HtmlReading | None = None) -> None:  # fmt: skip
-        h = url_hash(url)
-        old = self.db.execute(
-            "SELECT path, absolute, kind FROM browse_copies WHERE hash = ?", (h,)
+    def _copy_row(self, h: int) -> _CopyRow | None:
+        """What the browse copy of the document of URL hash ``h`` was made from, if it has one."""
+        return self.db.execute(
+            "SELECT path, absolute, kind, md5 FROM browse_copies WHERE hash = ?", (h,)
         ).fetchone()
+
+    def _convert(self, url: str, path: str, md5: str, kind: str, codec: str | None,
+                 body: bytes, page: HtmlReading | None = None,
+                 old: _CopyRow | EllipsisType | None = ...) -> None:  # fmt: skip
+        """Write the browse copy of a document (``old``: its row, if looked up already)."""
+        h = url_hash(url)
+        if old is ...:
+            old = self._copy_row(h)
         name = browse_name(path, kind)
         content: bytes | Path
         held = self._release(h)
@@ -597,13 +668,14 @@ class BrowseMirror:
         else:
             content, links = convert_document(body, kind, codec, url, name, self._locate, page,
                                               self._prefetch, self._joins)  # fmt: skip
-            if self.frontier is not None and (expected := self._expect(h, links.local)):
-                self._hold(h, page, expected)
             if self.readings is not None:  # kept while targets of its own site may arrive
                 if _links_site(url, links.absolute):
                     self.readings.keep(h, md5, codec, links.reading)
                 else:
                     self.readings.drop(h)
+        ahead = self._expect(h, links.local)
+        if ahead:
+            self._hold(h, page)
         local, absolute = self._hashes(links.local), self._hashes(links.absolute)
         before = set(_unpack(old[1])) if old else set()
         after = set(_unpack(absolute))
@@ -615,11 +687,11 @@ class BrowseMirror:
             "INSERT OR IGNORE INTO browse_waiting VALUES (?, ?)", [(t, h) for t in after - before]
         )
         self.db.execute(
-            "INSERT INTO browse_copies VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash) DO UPDATE"
-            " SET url = excluded.url, path = excluded.path, md5 = excluded.md5,"
+            "INSERT INTO browse_copies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash)"
+            " DO UPDATE SET url = excluded.url, path = excluded.path, md5 = excluded.md5,"
             " kind = excluded.kind, codec = excluded.codec, local = excluded.local,"
-            " absolute = excluded.absolute",
-            (h, url, path, md5, kind, codec, local, absolute),
+            " absolute = excluded.absolute, ahead = excluded.ahead",
+            (h, url, path, md5, kind, codec, local, absolute, array("q", sorted(ahead)).tobytes()),
         )
         if old is None:  # a new target: the pages that wait for it can link to it now
             waiting = self.db.execute("SELECT page FROM browse_waiting WHERE target = ?", (h,))
@@ -629,36 +701,50 @@ class BrowseMirror:
         self._queue_file(name, content)
         self.count("copied" if kind == COPY else "converted", 1)
 
-    def _expect(self, page: int, local: set[str]) -> int:
+    def _expect(self, page: int, local: set[str]) -> set[int]:
         """Keep which of ``local`` (the targets a page links to as files) were written ahead of
-        their storing; returns how many frontier entries the page expects."""
-        self.db.execute("DELETE FROM browse_expected WHERE page = ?", (page,))
-        rows = {(page, entry) for key in local for entry in self._ahead.get(key, ())}
-        if rows:
-            self.db.sql.executemany("INSERT OR IGNORE INTO browse_expected VALUES (?, ?)", rows)
-        return len(rows)
+        their storing; returns the frontier entries the page expects (its row keeps them)."""
+        for entry in self._expects.pop(page, ()):
+            pages = self._expected[entry]
+            pages.discard(page)
+            self._pairs -= 1
+            if not pages:
+                del self._expected[entry]
+        ahead = self._ahead
+        entries = {entry for key in local for entry in ahead.get(key, ())} if ahead else set()
+        self._add_expected(page, entries)
+        return entries
 
-    def _hold(self, page: int, reading: HtmlReading | None, expected: int) -> None:
-        """Keep the reading of ``page``, which expects ``expected`` targets written ahead, for
-        its second conversion, if a target arrives elsewhere or not at all: the hub pages that
-        link to every page are the largest, and the first stored (so the first kept while there
-        is room). Dropped when the page expects nothing more where it expects it."""
+    def _add_expected(self, page: int, entries: set[int]) -> None:
+        if not entries:
+            return
+        self._expects[page] = entries
+        expected = self._expected
+        for entry in entries:
+            if (pages := expected.get(entry)) is None:
+                expected[entry] = {page}
+            else:
+                pages.add(page)
+        self._pairs += len(entries)
+
+    def _hold(self, page: int, reading: HtmlReading | None) -> None:
+        """Keep the reading of ``page``, which expects targets written ahead, for its second
+        conversion, if a target arrives elsewhere or not at all: the hub pages that link to
+        every page are the largest, and the first stored (so the first kept while there is
+        room). Dropped when the page expects nothing more where it expects it."""
         if reading is None or reading.refs is None:
             return
         size = _reading_size(reading)
         if self._held + size > _READINGS_KEPT:
             return
-        slim = HtmlReading(reading.text, base=reading.base, refs=reading.refs)  # no links
-        self._readings[page] = (slim, expected)
+        self._readings[page] = HtmlReading(reading.text, base=reading.base, refs=reading.refs)
         self._held += size
 
     def _release(self, page: int) -> HtmlReading | None:
         """The reading kept for ``page``, no longer kept."""
-        held = self._readings.pop(page, None)
-        if held is None:
-            return None
-        reading = held[0]
-        self._held -= _reading_size(reading)
+        reading = self._readings.pop(page, None)
+        if reading is not None:
+            self._held -= _reading_size(reading)
         return reading
 
     def _prefetch(self, urls: list[str]) -> None:
@@ -667,13 +753,37 @@ class BrowseMirror:
         while links are written ahead, which of the others the crawl has queued or leased."""
         found: dict[str, tuple[str | None, str | None]] = {}
         keys: dict[str, str] = {}
+        hashes: dict[str, int] = {}
+        keyed = self._keyed
         for url in urls:
-            try:
-                keys[url] = self.normalize(url)
-            except UrlRejected:
+            if url in keyed:
+                keyed_url = keyed[url]
+            else:
+                try:
+                    key = self.normalize(url)
+                    keyed_url = (key, url_hash(key))
+                except UrlRejected:
+                    keyed_url = None
+                if len(keyed) >= LINKS_KEPT:
+                    keyed.clear()
+                keyed[url] = keyed_url
+            if keyed_url is None:
                 found[url] = (None, None)
-        hashes = {key: url_hash(key) for key in keys.values()}
-        paths = self.documents.paths([k for k, h in hashes.items() if h in self._known])
+            else:
+                keys[url] = keyed_url[0]
+                hashes[keyed_url[0]] = keyed_url[1]
+        known, regular, irregular = self._known, self._regular, self._irregular
+        paths: dict[str, str] = {}
+        asked = []
+        for key, h in hashes.items():
+            if h not in known:
+                continue
+            if h in regular and h not in irregular and (name := expected_name(key)) is not None:
+                paths[key] = name
+            else:
+                asked.append(key)
+        for key, path in self.documents.paths(asked).items():
+            paths[key] = _browse_path(self.documents, key, path)
         for key, h in hashes.items():
             if (
                 key not in paths
@@ -682,17 +792,15 @@ class BrowseMirror:
                 and (twin := self.documents.path(original)) is not None
             ):
                 paths[key] = _browse_path(self.documents, original, twin)
-            elif key in paths:
-                paths[key] = _browse_path(self.documents, key, paths[key])
+        self._hashed = hashes
         ahead: dict[str, list[int]] = {}
-        if self._expecting:
+        if self._expecting and self._pairs < _EXPECTED_KEPT:
             ahead = self._in_frontier([key for key in hashes if key not in paths])
             for key in ahead:
                 if (name := expected_name(key)) is not None:
                     paths[key] = name
         self._found = found | {url: (key, paths.get(key)) for url, key in keys.items()}
         self._ahead = ahead
-        self._hashed = hashes
 
     def _hashes(self, keys: Iterable[str]) -> bytes:
         """The sorted url_hash values of ``keys`` (targets of the page just converted), as a
@@ -705,8 +813,9 @@ class BrowseMirror:
         document's, a requisite's)."""
         assert self.frontier is not None
         entries: dict[int, str] = {}
+        hashed = self._hashed
         for key in keys:
-            entries[url_hash(key)] = key
+            entries[hashed.get(key) or url_hash(key)] = key
             entries[url_hash(entry_url(key))] = key
         ahead: dict[str, list[int]] = {}
         hashes = list(entries)
@@ -743,7 +852,7 @@ class BrowseMirror:
             [(t, h) for t in _unpack(row[0])] if row else [],
         )
         self.db.execute("DELETE FROM browse_copies WHERE hash = ?", (h,))
-        self.db.execute("DELETE FROM browse_expected WHERE page = ?", (h,))
+        self._expect(h, set())
         if not self._path_used(path):
             self._queue_file(browse_name(path, row[1] if row else COPY), None)
 

@@ -31,16 +31,17 @@ class DatabaseDocuments:
 
     def paths(self, urls: list[str]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for table in ("requisites", "documents"):  # a document's path wins
-            for chunk in range(0, len(urls), 256):
-                part = urls[chunk : chunk + 256]
-                found.update(
-                    self.db.execute(
-                        f"SELECT url, path FROM {table} WHERE path IS NOT NULL"
-                        f" AND url IN ({','.join('?' * len(part))})",
-                        part,
-                    )
-                )
+        for chunk in range(0, len(urls), 256):
+            part = urls[chunk : chunk + 256]
+            marks = ",".join("?" * len(part))
+            for url, path, document in self.db.execute(
+                f"SELECT url, path, 1 FROM documents WHERE path IS NOT NULL AND url IN ({marks})"
+                f" UNION ALL SELECT url, path, 0 FROM requisites WHERE path IS NOT NULL"
+                f" AND url IN ({marks})",
+                part + part,
+            ):
+                if document or url not in found:  # a document's path wins
+                    found[url] = path
         return found
 
     def fields(self, url: str) -> tuple[str | None, str | None] | None:
