@@ -352,6 +352,34 @@ def test_past_the_pairs_kept_a_page_links_to_queued_urls_as_urls_until_they_arri
     assert run.page("a.test/b.html") == '<a href="x.html">x</a>'
 
 
+def test_a_target_other_pages_expect_is_not_asked_for_again_and_its_failure_reaches_them_all(
+    crawls: Crawls,
+):
+    run = begin(crawls(browsable(crawls)), interval=3600)
+    mirror = run.browse.mirror  # type: ignore[union-attr]
+    frontier = mirror.frontier
+    asked: list[int] = []
+
+    def asking(hashes: list[int]) -> set[int]:
+        asked.extend(hashes)
+        return frontier(hashes)  # type: ignore[misc]
+
+    mirror.frontier = asking
+    x = "http://a.test/x.html"
+    run.queue(A, B, x)
+    run.fetch(A, HOME)  # expects b.html
+    assert url_hash(B) in asked
+    run.fail(B)  # a 404 no scan has seen yet
+    asked.clear()
+    run.fetch(x, b'<a href="/b.html">B</a>')  # b.html is expected already: written ahead too
+    assert url_hash(B) not in asked
+    run.commit()
+    assert run.page("a.test/x.html") == '<a href="b.html">B</a>'
+    run.end()  # the scan at the end finds B done without a copy: both pages link to its URL
+    assert run.page("a.test/x.html") == '<a href="http://a.test/b.html">B</a>'
+    assert '<a href="http://a.test/b.html">' in run.page("a.test/index.html")
+
+
 def test_a_link_leads_to_where_its_target_was_stored_last(crawls: Crawls):
     """A document stored where its URL says costs its referrers no look-up of its path; one stored
     again elsewhere in the same run is looked up."""

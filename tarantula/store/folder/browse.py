@@ -810,14 +810,23 @@ class BrowseMirror:
 
     def _in_frontier(self, keys: list[str]) -> dict[str, list[int]]:
         """Of ``keys``, those the crawl has queued or leased, with their frontier entries (a
-        document's, a requisite's)."""
+        document's, a requisite's). An entry other pages expect already is taken as queued
+        without asking: one done since without a copy is found by the next scan, which marks
+        every page that expects it (see _scan_expected)."""
         assert self.frontier is not None
         entries: dict[int, str] = {}
-        hashed = self._hashed
-        for key in keys:
-            entries[hashed.get(key) or url_hash(key)] = key
-            entries[url_hash(entry_url(key))] = key
         ahead: dict[str, list[int]] = {}
+        hashed, expected = self._hashed, self._expected
+        for key in keys:
+            h = hashed.get(key) or url_hash(key)
+            if h in expected:
+                ahead[key] = [h]
+                continue
+            entry = url_hash(entry_url(key))
+            if entry in expected:
+                ahead[key] = [entry]
+                continue
+            entries[h] = entries[entry] = key
         hashes = list(entries)
         for chunk in range(0, len(hashes), 256):
             for h in self.frontier(hashes[chunk : chunk + 256]):
