@@ -421,13 +421,25 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
     >>> convert("../b#x"), convert("c.html"), convert("#top"), convert("mailto:me@ex.com")
     ('../b.html#x', 'http://ex.com/a/c.html', None, None)
     """
+    return _converter(page_path, locate, found, link_absolute(page_url, base, joined, joins))
+
+
+def link_absolute(page_url: str, base: str | None, joined: dict[str, str | None] | None = None,
+                  joins: Joins | None = None) -> Callable[[str], str | None]:  # fmt: skip
+    """Each link of the page at ``page_url`` (whose ``<base href>`` is ``base``) as the absolute
+    http(s) URL it leads to, None for one that is not http(s) or, when the base is the page
+    itself, a fragment or empty link (see :func:`link_converter`, whose ``joined`` and ``joins``
+    these are).
+
+    >>> absolute = link_absolute("http://ex.com/a/", None)
+    >>> absolute("../b#x"), absolute("#top"), absolute("mailto:me@ex.com")
+    ('http://ex.com/b#x', None, None)
+    """
     resolved = page_base(page_url, base)  # a broken or non-http(s) <base href> is ignored
     resolver = LinkResolver(resolved)
     join = resolver.join
     folder = resolver.folder if resolver.fast and joins is not None else None
     same_base = resolved.partition("#")[0] == page_url
-    cache: dict[str, tuple[str | None, str | None]] = {}
-    relative: dict[str, str] = {}
     if joined is None:
         joined = {}
 
@@ -441,10 +453,10 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
             return None
         return absolute if absolute[:8].lower().startswith(("http://", "https://")) else None
 
-    def convert(link: str) -> str | None:
+    def absolute_of(link: str) -> str | None:
         if link in joined:
-            absolute = joined[link]
-        elif folder is not None and link[:1] > " " and link[0] not in "?#" and len(link) <= 512:
+            return joined[link]
+        if folder is not None and link[:1] > " " and link[0] not in "?#" and len(link) <= 512:
             assert joins is not None
             # A plain fragment is added to the link's join as it is, so pages that link to
             # different places of one target share the target's join.
@@ -461,8 +473,21 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
             if absolute is not None and mark:
                 absolute += mark + fragment
             joined[link] = absolute
-        else:
-            absolute = joined[link] = resolve(link)
+            return absolute
+        absolute = joined[link] = resolve(link)
+        return absolute
+
+    return absolute_of
+
+
+def _converter(page_path: str, locate: Locate, found: PageLinks,
+               absolute_of: Callable[[str], str | None]) -> Convert:  # fmt: skip
+    """:func:`link_converter`'s :data:`Convert`, from the page's :func:`link_absolute`."""
+    cache: dict[str, tuple[str | None, str | None]] = {}
+    relative: dict[str, str] = {}
+
+    def convert(link: str) -> str | None:
+        absolute = absolute_of(link)
         if absolute is None:
             return None
         url, hash_mark, fragment = absolute.partition("#")
@@ -523,27 +548,20 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         refs = page.refs if page.refs is not None else _refs(text)
         found.reading = page
         base = page.base  # it applies to the links before it too
+    absolute_of = link_absolute(page_url, base, {}, joins)
     if prefetch is not None:
         targets: dict[str, None] = {}
 
-        def note(url: str) -> tuple[str | None, str | None]:
-            targets[url] = None
-            return None, None
-
-        joined: dict[str, str | None] = {}
-        resolve = link_converter(page_url, page_path, base, note, PageLinks(), joined, joins)
-
-        def collect(link: str) -> None:
-            resolve(link)  # the targets noted, and nothing to write: no text is built
+        def collect(link: str) -> None:  # the targets noted, and nothing to write: no text built
+            if (absolute := absolute_of(link)) is not None:
+                targets[absolute.partition("#")[0]] = None
 
         if refs is None:
             map_css(text, collect)
         else:
             map_refs(text, refs, collect, False)
         prefetch(list(targets))
-    else:
-        joined = {}
-    convert = link_converter(page_url, page_path, base, locate, found, joined, joins)
+    convert = _converter(page_path, locate, found, absolute_of)  # the links resolved once
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)
     if converted == text:
         return body, found
