@@ -33,6 +33,7 @@ resolves.
 
 from __future__ import annotations
 
+import functools
 import logging
 import posixpath
 import re
@@ -124,7 +125,14 @@ def relative_link(page_path: str, target_path: str) -> str:
     >>> relative_link("ex.com/index.html", "ex.com/a%2Fb"), relative_link("ex.com/index.html", "ex.com/a:b.html")
     ('a%252Fb', './a:b.html')
     """
-    page = page_path.split("/")[:-1]
+    return _relative_from(page_path.rpartition("/")[0], target_path)
+
+
+@functools.lru_cache(maxsize=16384)
+def _relative_from(folder: str, target_path: str) -> str:
+    """:func:`relative_link` from a page in ``folder`` (its mirror path's folder, "" at the top):
+    remembered for the last pairs, as the pages of a folder link the same targets."""
+    page = folder.split("/") if folder else []
     target = target_path.split("/")
     common = 0
     for mine, theirs in zip(page, target[:-1], strict=False):
