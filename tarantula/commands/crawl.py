@@ -107,8 +107,9 @@ def tune_collector() -> None:
     short-lived objects freed by their reference counts and makes few cycles (about 9,000 objects
     collected in a crawl of 20,000 pages): with the defaults the collector took 5-6 CPU s of such
     a crawl's 73-78, about 0.9 s with these (docs/decisions.md). Only a crawl's own process is
-    tuned, never a process that makes crawlers in a loop (the tests): what is frozen stays."""
-    gc.collect()
+    tuned, never a process that makes crawlers in a loop (the tests): what is frozen stays. No
+    collection comes first: start-up leaves no cycles to collect (none found, and a collection
+    of its objects costs 30-50 ms of every start)."""
     gc.freeze()
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_COLLECTION, middle, old)

@@ -232,15 +232,15 @@ def map_refs(text: str, refs: Iterable[Ref], convert: Convert, drop_base: bool =
     edits: list[tuple[int, int, str]] = []
     for ref in refs:
         kind = ref.kind
-        if kind == "base":
+        new: str | None
+        if kind == "url":  # most links
+            new = convert(ref.value)
+        elif kind == "base":
             if drop_base:
                 edits.append((ref.start, ref.end, ""))
             continue
-        new: str | None
-        if kind == "style":
+        elif kind == "style":
             new = map_css(ref.value, convert)
-        elif kind == "url":
-            new = convert(ref.value)
         elif kind == "srcset":
             new = map_srcset(ref.value, convert)
         elif kind == "css":
