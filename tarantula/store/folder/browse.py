@@ -495,12 +495,17 @@ class BrowseMirror:
 
     def _forget(self, entry: int) -> None:
         """No page expects ``entry`` any more (it arrived, or is done without a copy)."""
-        for page in self._expected.pop(entry, ()):
-            waits = self._expects[page]
-            waits.discard(entry)
+        self._drop_pairs(entry, self._expected, self._expects)
+
+    def _drop_pairs(self, key: int, one: dict[int, set[int]], other: dict[int, set[int]]) -> None:
+        """Drop the (page, entry) pairs of ``key`` from both ways of keeping them: ``one`` maps
+        it to its partners, ``other`` each partner to it."""
+        for partner in one.pop(key, ()):
+            keys = other[partner]
+            keys.discard(key)
             self._pairs -= 1
-            if not waits:
-                del self._expects[page]
+            if not keys:
+                del other[partner]
 
     def _expect_again(self) -> None:
         """As a run opens: what the pages written ahead by a run that did not end (a kill)
@@ -704,12 +709,7 @@ class BrowseMirror:
     def _expect(self, page: int, local: set[str]) -> set[int]:
         """Keep which of ``local`` (the targets a page links to as files) were written ahead of
         their storing; returns the frontier entries the page expects (its row keeps them)."""
-        for entry in self._expects.pop(page, ()):
-            pages = self._expected[entry]
-            pages.discard(page)
-            self._pairs -= 1
-            if not pages:
-                del self._expected[entry]
+        self._drop_pairs(page, self._expects, self._expected)
         ahead = self._ahead
         entries = {entry for key in local for entry in ahead.get(key, ())} if ahead else set()
         self._add_expected(page, entries)
