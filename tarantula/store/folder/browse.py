@@ -431,34 +431,35 @@ class BrowseMirror:
         HTML page from ``page``, its reading, when it has one)."""
         h = url_hash(url)
         self._known.add(h)
-        name = browse_name(path, kind_of(doc_type))
-        if name == expected_name(url):
+        where_expected = browse_name(path, kind_of(doc_type)) == expected_name(url)
+        if where_expected:
             self._regular.add(h)
             self._irregular.discard(h)
         else:
             self._irregular.add(h)
         if self.frontier is not None:
-            self._arrived(url, name)
+            self._arrived(url, h, where_expected)
         old = self._copy_row(h)
         if old is not None and (old[3], old[0]) == (md5, path):
             return  # the same content again (a recrawl)
         self._convert(url, path, md5, kind_of(doc_type), codec_for_label(encoding), body, page,
                       old)  # fmt: skip
 
-    def _arrived(self, url: str, name: str) -> None:
-        """The target ``url`` is stored, its copy at ``name`` in ``browse/``: the pages that
-        expected it there are right; those that expected it elsewhere are marked."""
+    def _arrived(self, url: str, h: int, where_expected: bool) -> None:
+        """The target ``url`` (URL hash ``h``) is stored, its copy where its URL says in
+        ``browse/`` or not (``where_expected``): the pages that expected it there are right if it
+        is; if not, they are marked."""
         expected = self._expected
         if not expected:
             return
         pages: set[int] = set()
-        for entry in (url_hash(url), url_hash(entry_url(url))):
+        for entry in (h, url_hash(entry_url(url))):
             if (waiting := expected.get(entry)) is not None:
                 pages |= waiting
                 self._forget(entry)
         if not pages:
             return
-        if expected_name(url) != name:
+        if not where_expected:
             self._mark(pages)
             return
         for page in pages:  # a page that expects nothing more, rightly, is not converted again
@@ -813,7 +814,6 @@ class BrowseMirror:
         document's, a requisite's). An entry other pages expect already is taken as queued
         without asking: one done since without a copy is found by the next scan, which marks
         every page that expects it (see _scan_expected)."""
-        assert self.frontier is not None
         entries: dict[int, str] = {}
         ahead: dict[str, list[int]] = {}
         hashed, expected = self._hashed, self._expected
@@ -827,10 +827,8 @@ class BrowseMirror:
                 ahead[key] = [entry]
                 continue
             entries[h] = entries[entry] = key
-        hashes = list(entries)
-        for chunk in range(0, len(hashes), 256):
-            for h in self.frontier(hashes[chunk : chunk + 256]):
-                ahead.setdefault(entries[h], []).append(h)
+        for h in self._in_queue(list(entries)):
+            ahead.setdefault(entries[h], []).append(h)
         return ahead
 
     def _locate(self, url: str) -> tuple[str | None, str | None]:
@@ -861,7 +859,7 @@ class BrowseMirror:
             [(t, h) for t in _unpack(row[0])] if row else [],
         )
         self.db.execute("DELETE FROM browse_copies WHERE hash = ?", (h,))
-        self._expect(h, set())
+        self._drop_pairs(h, self._expects, self._expected)
         if not self._path_used(path):
             self._queue_file(browse_name(path, row[1] if row else COPY), None)
 
