@@ -109,6 +109,8 @@ def mirror_names(name: str) -> tuple[str, ...]:
 _NAME_SAFE = "!$&+,;=:@"
 # A name that quote() leaves as it is: unreserved characters and those of _NAME_SAFE only.
 _AS_IS = re.compile(rf"[\w.~{re.escape(_NAME_SAFE)}-]*", re.ASCII)
+# A path whose every segment is one.
+_AS_IS_PATH = re.compile(rf"[\w.~/{re.escape(_NAME_SAFE)}-]*", re.ASCII)
 
 
 def relative_link(page_path: str, target_path: str) -> str:
@@ -139,9 +141,13 @@ def _relative_from(folder: str, target_path: str) -> str:
         if mine != theirs:
             break
         common += 1
-    parts = [".."] * (len(page) - common) + [
-        p if _AS_IS.fullmatch(p) else quote(p, safe=_NAME_SAFE) for p in target[common:]
-    ]
+    rest = target[common:]
+    if _AS_IS_PATH.fullmatch(target_path):  # most paths: no segment to quote
+        parts = [".."] * (len(page) - common) + rest
+    else:
+        parts = [".."] * (len(page) - common) + [
+            p if _AS_IS.fullmatch(p) else quote(p, safe=_NAME_SAFE) for p in rest
+        ]
     link = "/".join(parts)
     return "./" + link if ":" in parts[0] else link
 

@@ -120,6 +120,17 @@ def mirror_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     that has no extension, one of digits only, or, for HTML, one not in :data:`HTML_EXTENSIONS`.
     Raises :class:`UnsafePath` only if the URL cannot be split, whatever ``doc_type`` is.
     """
+    return PurePosixPath(mirror_name(normalized_url, doc_type))
+
+
+def mirror_name(normalized_url: str, doc_type: str | None) -> str:
+    """:func:`mirror_relpath` as a string: the path's segments joined by ``/``. No segment is
+    empty, ``.``, ``..`` or holds a ``/`` (:func:`_safe` escapes them), so it is the very text
+    of that path, made without a path object: the browsable copy asks it for most links.
+
+    >>> mirror_name("http://h.test/a/b?x=1/2", "html"), mirror_name("http://h.test//..", None)
+    ('h.test/a/b?x=1%2F2.html', 'h.test/%%/%%%2E%2E')
+    """
     match = _URL.match(normalized_url)
     if match is None or not match[1]:
         raise UnsafePath(f"not an absolute URL: {normalized_url!r}")
@@ -133,8 +144,15 @@ def mirror_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     if type_ext and not _is_real_extension(ext, doc_type):
         ext = "." + type_ext
         name += ext  # after the query, as wget --adjust-extension does
-    parts = [_shorten(_host_folder(authority)), *(_shorten(_safe(f)) for f in folders)]
-    return PurePosixPath(*parts, _shorten(name, ext))
+    return "/".join(
+        (_host_segment(authority), *[_shorten(_safe(f)) for f in folders], _shorten(name, ext))
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _host_segment(authority: str) -> str:
+    """The first segment of a mirror path: a crawl has few hosts, each met on every page."""
+    return _shorten(_host_folder(authority))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -147,7 +165,16 @@ def copy_relpath(normalized_url: str, doc_type: str | None) -> PurePosixPath:
     >>> str(copy_relpath("http://h.test/a", None)), str(copy_relpath("http://h.test/a", "pdf"))
     ('h.test/a.bin', 'h.test/a.pdf')
     """
-    return mirror_relpath(normalized_url, doc_type or UNKNOWN_TYPE_EXTENSION)
+    return PurePosixPath(copy_name(normalized_url, doc_type))
+
+
+def copy_name(normalized_url: str, doc_type: str | None) -> str:
+    """:func:`copy_relpath` as a string (see :func:`mirror_name`).
+
+    >>> copy_name("http://h.test/a", None)
+    'h.test/a.bin'
+    """
+    return mirror_name(normalized_url, doc_type or UNKNOWN_TYPE_EXTENSION)
 
 
 def _type_extension(doc_type: str | None) -> str:
@@ -187,10 +214,11 @@ def _safe(name: str) -> str:
     >>> _safe("report.pdf"), _safe("con"), _safe("NUL.txt")
     ('report.pdf', '%%con', '%%NUL%2Etxt')
     """
+    stem = name.partition(".")[0]
     if (
         name not in (".", "..")
         and _SAFE_NAME.fullmatch(name)
-        and name.split(".")[0].upper() not in _RESERVED
+        and (len(stem) not in (3, 4) or stem.upper() not in _RESERVED)
     ):
         return name
     return "%%" + _escape_all(name)
@@ -230,6 +258,8 @@ def _shorten(name: str, ext: str | None = None) -> str:
 
     ``ext`` defaults to the name's own extension; one longer than 20 bytes is not kept.
     """
+    if len(name) <= MAX_NAME_BYTES // 4:  # no character is more than 4 bytes in UTF-8
+        return name
     raw = name.encode("utf-8")
     if len(raw) <= MAX_NAME_BYTES:
         return name
@@ -418,6 +448,34 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def write_new(path: Path, data: bytes) -> bool:
+    """Write ``data`` to ``path`` in place when no file is there yet (False, writing nothing,
+    when one is), creating the missing parent folders: a system call fewer than
+    :func:`write_atomic`'s temporary and rename. Only for a file whose writing a committed row
+    redoes after a crash, since a kill during the write leaves part of it; one already there
+    (perhaps a hard link to another file) is only ever replaced by :func:`write_atomic`.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileExistsError:
+        return False
+    except (FileNotFoundError, NotADirectoryError):
+        _make_folder(path.parent)
+        try:
+            fd = os.open(path, flags, 0o666)
+        except FileExistsError:
+            return False
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        raise
+    return True
 
 
 def _make_folder(folder: Path) -> None:

@@ -17,10 +17,12 @@ from tarantula.core.mirror import (
     UnsafePath,
     clash_free,
     disambiguate,
+    mirror_name,
     mirror_relpath,
     store_path,
     sweep_temporary,
     write_atomic,
+    write_new,
 )
 from tarantula.core.urls import UrlRejected, normalize_url
 
@@ -203,6 +205,24 @@ def test_write_atomic_failure_keeps_old_copy_and_leaves_nothing(tmp_path, monkey
     assert os.listdir(tmp_path) == ["a.html"]
 
 
+def test_write_new_writes_only_where_no_file_is(tmp_path):
+    target = tmp_path / "repo/ex.com/a/b.html"
+    assert write_new(target, b"<p>one</p>")  # its folders made
+    assert target.read_bytes() == b"<p>one</p>"
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    assert not write_new(target, b"<p>two</p>")
+    assert target.read_bytes() == b"<p>one</p>"
+    # a hard link to another file is never written through
+    (tmp_path / "original.css").write_bytes(b"a {}")
+    os.link(tmp_path / "original.css", tmp_path / "repo/ex.com/linked.css")
+    assert not write_new(tmp_path / "repo/ex.com/linked.css", b"changed")
+    assert (tmp_path / "original.css").read_bytes() == b"a {}"
+    assert not write_new(tmp_path / "repo/ex.com/a", b"over a folder")
+    with pytest.raises(UnsafePath):
+        write_new(tmp_path / "repo/ex.com/a/b.html/c.html", b"below a file")
+    assert sorted(os.listdir(target.parent)) == ["b.html"]
+
+
 def test_write_atomic_refuses_a_file_where_a_folder_is_needed(tmp_path):
     write_atomic(tmp_path / "ex.com/a.html", b"page")
     with pytest.raises(UnsafePath):
@@ -287,6 +307,8 @@ def test_every_mirror_path_stays_inside_the_repository(repository, url, type_ext
             assert candidate == url  # only raw strings may be refused
             continue
         assert relpath == mirror_relpath(candidate, type_ext)  # deterministic
+        # the string form is the path's very text: no segment a path object would fold away
+        assert mirror_name(candidate, type_ext) == relpath.as_posix()
         assert not relpath.is_absolute() and ".." not in relpath.parts and "." not in relpath.parts
         assert all(0 < len(part.encode()) <= 200 and "\0" not in part for part in relpath.parts)
         assert relpath.parts[0].lower() not in OWN_NAMES  # never the index, state or an output

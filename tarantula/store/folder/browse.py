@@ -57,7 +57,7 @@ from tarantula.core.folderlock import folder_lock
 from tarantula.core.frontier import HashSet, url_hash
 from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_NAME, BROWSE_STATE_NAME, STATE_FOLDER
 from tarantula.core.links import LINKS_KEPT
-from tarantula.core.mirror import UnsafePath, copy_relpath, store_path, write_atomic
+from tarantula.core.mirror import UnsafePath, copy_name, store_path, write_atomic, write_new
 from tarantula.core.reader import HtmlReading, Ref
 from tarantula.core.requisites import Requisite, entry_url
 from tarantula.core.scope import origin
@@ -290,7 +290,7 @@ def expected_name(url: str) -> str | None:
     ext = extension(file_name(origin(url).path))
     doc_type = "html" if may_be_html_name(ext) else doc_type_of(None, ext)
     try:
-        path = copy_relpath(url, doc_type).as_posix()
+        path = copy_name(url, doc_type)
     except UnsafePath:
         return None
     return browse_name(path, kind_of(doc_type))
@@ -909,7 +909,10 @@ class BrowseMirror:
                 if content is None:
                     target.unlink(missing_ok=True)
                 elif isinstance(content, bytes):
-                    write_atomic(target, content, sync=False)
+                    # a new file in place: its pending row, committed, has it written again
+                    # if the crawl is killed before that row goes
+                    if not write_new(target, content):
+                        write_atomic(target, content, sync=False)
                 else:
                     _link_or_copy(content, target)
                 written.append((path,))
