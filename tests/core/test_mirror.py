@@ -218,6 +218,10 @@ def test_write_new_writes_only_where_no_file_is(tmp_path):
     assert not write_new(tmp_path / "repo/ex.com/linked.css", b"changed")
     assert (tmp_path / "original.css").read_bytes() == b"a {}"
     assert not write_new(tmp_path / "repo/ex.com/a", b"over a folder")
+    # nor a symlink, even one leading nowhere
+    (tmp_path / "repo/ex.com/dangling.html").symlink_to(tmp_path / "elsewhere.html")
+    assert not write_new(tmp_path / "repo/ex.com/dangling.html", b"through a link")
+    assert not (tmp_path / "elsewhere.html").exists()
     with pytest.raises(UnsafePath):
         write_new(tmp_path / "repo/ex.com/a/b.html/c.html", b"below a file")
     assert sorted(os.listdir(target.parent)) == ["b.html"]
