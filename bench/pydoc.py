@@ -3,6 +3,7 @@
 
     python -m bench.pydoc --runs 3
     python -m bench.pydoc --runs 3 --kinds plain,browse-warc   # each output's cost on a real site
+    python -m bench.pydoc --runs 3 --kinds plain,browse-warc --site django   # python-django-doc's
 
 The documentation (``python3.11-doc``) is copied with its symbolic links followed (its
 ``_static/jquery.js`` and ``underscore.js`` are links into ``/usr/share/javascript``) and served
@@ -44,6 +45,11 @@ from tarantula.demo.server import SiteServer
 
 PYDOC = Path("/usr/share/doc/python3.11/html")
 HOST = "docs.python.test"
+#: The sites ``--site`` names: Debian's documentation folder, and the host it is served as.
+SITES = {
+    "python": (PYDOC, HOST),
+    "django": (Path("/usr/share/doc/python-django-doc/html"), "docs.django.test"),
+}
 CONF = """<crawler-options>
 starting-points = "http://{host}:{port}/index.html";
 scope = host-scope;
@@ -78,12 +84,13 @@ CRAWLER = {"near-off": "near-duplicates = off;"}
 
 
 def tarantula(folder: Path, port: int, kind: str = "browse", delay: float = 0, redis: str = "",
-              workers: int = 1) -> dict[str, object]:  # fmt: skip
-    """One crawl (``redis``: shared through it by ``workers`` workers) and what it kept."""
+              workers: int = 1, host: str = HOST) -> dict[str, object]:  # fmt: skip
+    """One crawl of the site served as ``host`` (``redis``: shared through it by ``workers``
+    workers) and what it kept."""
     folder.mkdir(parents=True)
     conf = folder / "crawl.conf"
     shared = f'<distributed-options>\nredis = "{redis}";\n' if redis else ""
-    conf.write_text(CONF.format(host=HOST, port=port, outputs=KINDS[kind], delay=delay,
+    conf.write_text(CONF.format(host=host, port=port, outputs=KINDS[kind], delay=delay,
                                 crawler=CRAWLER.get(kind, ""), shared=shared), encoding="utf-8")  # fmt: skip
     if redis:  # a fresh crawl each run: the runs' crawl ids are the same
         from redis import Redis
@@ -110,15 +117,15 @@ def tarantula(folder: Path, port: int, kind: str = "browse", delay: float = 0, r
     }  # fmt: skip
 
 
-def wget(folder: Path, port: int) -> dict[str, object]:
+def wget(folder: Path, port: int, host: str = HOST) -> dict[str, object]:
     folder.mkdir(parents=True)
     command = ["wget", "--no-config", "--mirror", "--page-requisites", "--convert-links",
                "--adjust-extension",
                "--no-verbose", "-e", "use_proxy=yes", "-e", f"http_proxy=127.0.0.1:{port}",
                "-P", str(folder / "mirror"), "-o", str(folder / "wget.log"),
-               f"http://{HOST}/index.html"]  # fmt: skip
+               f"http://{host}/index.html"]  # fmt: skip
     m = measure(command, folder, folder / "wget.out", 600)
-    site = folder / "mirror" / HOST
+    site = folder / "mirror" / host
     files = [p for p in site.rglob("*") if p.is_file()]
     pages = [p for p in files if p.suffix == ".html"]
     network = sum(
@@ -171,14 +178,21 @@ def main() -> None:
         help="share Tarantula's crawls through this Redis database (emptied first)",
     )
     parser.add_argument("--workers", type=int, default=1, help="with --redis: workers a crawl")
+    parser.add_argument("--site", choices=SITES, default="python",
+                        help="Debian's documentation to crawl: python3.11-doc or python-django-doc")  # fmt: skip
     args = parser.parse_args()
+    docs, host = SITES[args.site]
+    if not docs.is_dir():
+        parser.error(f"--site {args.site}: {docs} is not there (install its Debian package)")
+    if args.screenshot and args.site != "python":
+        parser.error("--screenshot: of the Python documentation only (library/os.html)")
     kinds = args.kinds.split(",")
     if unknown := set(kinds) - set(KINDS):
         parser.error(f"--kinds: unknown {', '.join(sorted(unknown))} (known: {', '.join(KINDS)})")
     names = {kind: "tarantula" if kind == "browse" else f"tarantula-{kind}" for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="tarantula-pydoc-") as tmp:
         root = Path(tmp) / "site"
-        shutil.copytree(PYDOC, root / HOST, symlinks=False)
+        shutil.copytree(docs, root / host, symlinks=False)
         rows: dict[str, list[dict[str, object]]] = {name: [] for name in [*names.values(), "wget"]}
         with SiteServer(root=root) as server:
             for run in range(args.runs):
@@ -191,10 +205,11 @@ def main() -> None:
                             args.delay,
                             args.redis,
                             args.workers,
+                            host,
                         )
                     )
                     print(run, name, rows[name][-1], flush=True)
-                rows["wget"].append(wget(Path(tmp) / f"w{run}", server.port))
+                rows["wget"].append(wget(Path(tmp) / f"w{run}", server.port, host))
                 print(run, "wget", rows["wget"][-1], flush=True)
             browsed = next((kind for kind in kinds if kind != "plain"), None)
             if args.screenshot and browsed is not None:
