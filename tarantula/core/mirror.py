@@ -258,7 +258,7 @@ def _shorten(name: str, ext: str | None = None) -> str:
 
     ``ext`` defaults to the name's own extension; one longer than 20 bytes is not kept.
     """
-    if len(name) <= MAX_NAME_BYTES // 4:  # no character is more than 4 bytes in UTF-8
+    if len(name) <= MAX_NAME_BYTES and name.isascii():  # a byte a character: fits as it is
         return name
     raw = name.encode("utf-8")
     if len(raw) <= MAX_NAME_BYTES:
