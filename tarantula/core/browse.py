@@ -142,12 +142,9 @@ def _relative_from(folder: str, target_path: str) -> str:
             break
         common += 1
     rest = target[common:]
-    if _AS_IS_PATH.fullmatch(target_path):  # most paths: no segment to quote
-        parts = [".."] * (len(page) - common) + rest
-    else:
-        parts = [".."] * (len(page) - common) + [
-            p if _AS_IS.fullmatch(p) else quote(p, safe=_NAME_SAFE) for p in rest
-        ]
+    if not _AS_IS_PATH.fullmatch(target_path):  # most paths have no segment to quote
+        rest = [p if _AS_IS.fullmatch(p) else quote(p, safe=_NAME_SAFE) for p in rest]
+    parts = [".."] * (len(page) - common) + rest
     link = "/".join(parts)
     return "./" + link if ":" in parts[0] else link
 

@@ -420,12 +420,7 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
     path = Path(path)
     folder = path.parent
     temporary = folder / f"{_TEMPORARY_PREFIX}{path.name[:64]}.{secrets.token_hex(8)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    try:  # the folder is there most of the time: no system call is spent on finding out first
-        fd = os.open(temporary, flags, 0o666)
-    except (FileNotFoundError, NotADirectoryError):
-        _make_folder(folder)
-        fd = os.open(temporary, flags, 0o666)
+    fd = _create(temporary)
     try:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
@@ -457,17 +452,10 @@ def write_new(path: Path, data: bytes) -> bool:
     redoes after a crash, since a kill during the write leaves part of it; one already there
     (perhaps a hard link to another file) is only ever replaced by :func:`write_atomic`.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags, 0o666)
+        fd = _create(path)
     except FileExistsError:
         return False
-    except (FileNotFoundError, NotADirectoryError):
-        _make_folder(path.parent)
-        try:
-            fd = os.open(path, flags, 0o666)
-        except FileExistsError:
-            return False
     try:
         with os.fdopen(fd, "wb") as stream:
             stream.write(data)
@@ -476,6 +464,18 @@ def write_new(path: Path, data: bytes) -> bool:
             os.unlink(path)
         raise
     return True
+
+
+def _create(path: Path) -> int:
+    """A descriptor open for writing on a new file at ``path``, its missing parent folders made;
+    raises :class:`FileExistsError` when anything is there (a symlink, even a dangling one, too)
+    and :class:`UnsafePath` when an existing parent is not a folder."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    try:  # the folder is there most of the time: no system call is spent on finding out first
+        return os.open(path, flags, 0o666)
+    except (FileNotFoundError, NotADirectoryError):
+        _make_folder(path.parent)
+        return os.open(path, flags, 0o666)
 
 
 def _make_folder(folder: Path) -> None:
