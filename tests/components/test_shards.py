@@ -5,15 +5,18 @@ nothing, and the tools read both databases as one."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
+from tarantula.store.sqlite import shards
 from tarantula.store.sqlite.facts import folder_documents, url_facts
 from tarantula.store.sqlite.shards import ShardStore
-from tarantula.store.sqlite.shared import processes_of
+from tarantula.store.sqlite.shared import connect_crawl, processes_of
 
 
 def doc(url: str, md5: str = "") -> StoredDocument:
@@ -189,3 +192,157 @@ def test_a_helper_number_out_of_range_is_refused(tmp_path, worker):
                          repository=tmp_path / "repo", processes=2)  # fmt: skip
     with pytest.raises(StoreUnavailable, match="helpers are 2 to 2"):
         SqliteBackend(config).open(tmp_path / "repo", worker=worker)
+
+
+def three_hosts(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ShardStore, ShardStore]:
+    """:func:`pair`, with c.test the first process's too (round-robin), a.test's page stored
+    and two more of its pages queued, and every lease a chance to give a host away."""
+    monkeypatch.setattr(shards, "EXCHANGE", 0.0)
+    monkeypatch.setattr(shards, "LOOK", 0.0)
+    first, second = pair(root)
+    assert first.frontier.lease().url == "http://a.test/"  # second is busy: nothing given
+    first.stored(doc("http://a.test/"))
+    assert first.frontier.push("http://a.test/same", "http://a.test/same", 1)
+    assert first.frontier.lease().url == "http://a.test/same"
+    assert first.frontier.push("http://c.test/", "http://c.test/", 0)
+    first.documents.add_duplicate("http://a.test/same", "http://b.test/")
+    first.frontier.ack("http://a.test/same", "duplicate")
+    for n in (1, 2):
+        assert first.frontier.push(f"http://a.test/{n}", f"http://a.test/{n}", 1)
+    first.commit()
+    return first, second
+
+
+def rows_of(root: Path, host: str) -> list[tuple[str, int]]:
+    db = sqlite3.connect(root / ".tarantula" / "state.db")
+    found = db.execute("SELECT host, shard FROM hosts WHERE host = ?", (host,)).fetchall()
+    db.close()
+    return found
+
+
+def test_an_idle_process_is_given_a_host_with_all_its_giver_knew_of_it(tmp_path, monkeypatch):
+    first, second = three_hosts(tmp_path, monkeypatch)
+    assert lease_all(second) == ["http://b.test/"]
+    second.frontier.ack("http://b.test/", "http-404")
+    second.commit()
+    assert first.frontier.active()  # first has URLs queued
+    assert second.frontier.active()  # idle now, but the crawl goes on
+    # Queued: a.test 2 URLs, c.test 1: a.test's queue is nearest half of the 3; none in flight.
+    assert first.frontier.lease().url == "http://c.test/"
+    assert rows_of(tmp_path, "a.test") == [("a.test", 2)]
+    assert first.frontier.inner.pending() == 0
+    assert first.documents.document("http://a.test/") is None
+    # The taker has the host's queue, its document, its duplicate and what it saw there.
+    assert second.frontier.drain() == 0
+    assert second.documents.document("http://a.test/") is not None
+    assert second.documents.duplicate_of("http://a.test/same") == "http://b.test/"
+    assert second.frontier.seen("http://a.test/") and second.frontier.seen("http://a.test/same")
+    assert not second.frontier.push("http://a.test/", "http://a.test/", 0)  # fetched once
+    assert lease_all(second) == ["http://a.test/1", "http://a.test/2"]
+    # The giver's links to the host go to its new owner; so does a link a process that did not
+    # know yet posted to the giver.
+    assert first.frontier.push("http://a.test/3", "http://a.test/3", 2)
+    first.shared.execute(
+        "INSERT INTO inbox (shard, url, original, depth, requeue)"
+        " VALUES (1, 'http://a.test/4', 'http://a.test/4', 2, 0)"
+    )
+    first.commit()
+    assert first.frontier.drain() == 1
+    first.commit()
+    assert lease_all(second) == ["http://a.test/3", "http://a.test/4"]
+    for url in ("http://a.test/1", "http://a.test/2", "http://a.test/3", "http://a.test/4"):
+        second.stored(doc(url))
+    first.stored(doc("http://c.test/"))
+    second.commit()
+    first.commit()
+    assert second.frontier.active()  # idle, the first process not yet said so
+    assert not first.frontier.active() and not second.frontier.active()
+    # One row of every URL in the crawl, each at the process that holds its host.
+    crawl = connect_crawl(tmp_path / ".tarantula" / "state.db")
+    urls = Counter(url for (url,) in crawl.execute("SELECT url FROM urls"))
+    documents = Counter(url for (url,) in crawl.execute("SELECT url FROM documents"))
+    left = crawl.execute("SELECT count(*) FROM moved").fetchone()[0]
+    crawl.close()
+    assert set(urls.values()) == {1} and len(urls) == 8
+    assert set(documents.values()) == {1} and len(documents) == 6
+    assert left == 0  # the taker committed them
+
+
+def test_a_host_is_given_once_none_of_its_urls_is_in_flight_and_its_delay_is_past(
+    tmp_path, monkeypatch
+):
+    from tarantula.core.politeness import Politeness
+
+    gate = Politeness(delay=10.0, concurrency=4)
+    first, second = three_hosts(tmp_path, monkeypatch)
+    assert first.frontier.lease(100.0, gate).url == "http://c.test/"
+    assert first.frontier.lease(100.0, gate).url == "http://a.test/1"
+    gate.started("a.test", 100.0)  # a.test's next request is due at 110
+    assert first.frontier.push("http://c.test/x", "http://c.test/x", 1)
+    lease_all(second)
+    second.frontier.ack("http://b.test/", "http-404")
+    second.commit()
+    assert second.frontier.active()
+    # a.test (one queued, one in flight) and c.test (one queued): a.test is chosen and held.
+    assert first.frontier.lease(100.0, gate).url == "http://c.test/x"
+    assert first.frontier.lease(101.0, gate) is None  # a.test/2 held, a.test/1 in flight
+    assert rows_of(tmp_path, "a.test") == [("a.test", 1)]
+    gate.release("a.test")
+    first.stored(doc("http://a.test/1"))
+    assert first.frontier.lease(109.0, gate) is None  # the delay is not past: still held
+    assert rows_of(tmp_path, "a.test") == [("a.test", 1)]
+    assert first.frontier.lease(110.0, gate) is None  # handed over now
+    assert rows_of(tmp_path, "a.test") == [("a.test", 2)]
+    second.frontier.drain()
+    assert lease_all(second) == ["http://a.test/2"]
+
+
+def test_a_hand_over_cut_short_by_a_kill_is_finished_by_the_next_run(tmp_path, monkeypatch):
+    first, second = three_hosts(tmp_path, monkeypatch)
+
+    def killed(db: object, host: str) -> None:
+        raise KeyboardInterrupt  # the giver dies after the shared commit, before its own
+
+    monkeypatch.setattr(shards, "drop_host", killed)
+    with pytest.raises(KeyboardInterrupt):
+        first.frontier.hand_over("a.test", 2)
+    monkeypatch.undo()
+    first.db.sql.close()
+    second.db.sql.close()
+    first.shared.close()
+    second.shared.close()
+    again = ShardStore(tmp_path, "bfs", 1, 2)
+    assert again.begin().kind == "resume"
+    assert again.documents.document("http://a.test/") is None
+    other = ShardStore(tmp_path, "bfs", 2, 2)
+    other.begin()
+    assert other.documents.document("http://a.test/") is not None
+    assert sorted(lease_all(other)) == ["http://a.test/1", "http://a.test/2", "http://b.test/"]
+    assert lease_all(again) == ["http://c.test/"]
+
+
+def test_a_host_taken_and_committed_is_not_taken_again_after_a_kill(tmp_path, monkeypatch):
+    first, second = three_hosts(tmp_path, monkeypatch)
+    assert first.frontier.hand_over("a.test", 2)
+    second.frontier.drain()
+    assert lease_all(second) == ["http://b.test/", "http://a.test/1", "http://a.test/2"]
+    second.stored(doc("http://a.test/1"))
+
+    def killed(shared: object, taker: int, upto: int) -> None:
+        raise KeyboardInterrupt  # the taker dies after its commit, before the shared one
+
+    monkeypatch.setattr(shards, "_taken", killed)
+    with pytest.raises(KeyboardInterrupt):
+        second.commit()
+    monkeypatch.undo()
+    for store in (first, second):
+        store.db.sql.close()
+        store.shared.close()
+    again = ShardStore(tmp_path, "bfs", 1, 2)
+    assert again.begin().kind == "resume"
+    other = ShardStore(tmp_path, "bfs", 2, 2)
+    other.begin()
+    # a.test/1 stays stored; what was in flight is queued again, once.
+    assert sorted(lease_all(other)) == ["http://a.test/2", "http://b.test/"]
+    assert other.documents.document("http://a.test/1") is not None
+    assert again.shared.execute("SELECT count(*) FROM moved").fetchone()[0] == 0

@@ -108,11 +108,12 @@ def test_two_processes_make_one_process_s_index_duplicates_and_mirror(web, tmp_p
     assert set(pages.values()) == {2}  # once by each crawl
     robots = Counter(r.host for r in web.requests if r.target == "/robots.txt")
     assert set(robots.values()) == {2}  # each site's robots.txt once a crawl, as pages
-    # The state says two processes, each owning hosts of its own.
+    # The state says two processes, each owning hosts of its own (given round-robin, and one
+    # idle before the other may have been given some of the other's).
     state = sqlite3.connect(two.repository / ".tarantula" / "state.db")
     owners = dict(state.execute("SELECT host, shard FROM hosts").fetchall())
     state.close()
-    assert sorted(Counter(owners.values()).values()) == [HOSTS // 2, HOSTS // 2]
+    assert len(owners) == HOSTS and set(owners.values()) <= {1, 2}
     # The tools read the whole crawl.
     verify = run_scrapy("verify", str(tmp_path / "two" / "crawl.conf"))
     assert verify.returncode == 0, verify.stdout + verify.stderr
@@ -145,6 +146,42 @@ def test_each_host_keeps_its_delay_at_the_server(web, tmp_path):
         # it, up to 0.1 s late on a loaded machine; two processes sending to one host would give
         # gaps near 0.
         assert min(gaps) >= 0.3 - 0.1, (k, gaps)
+
+
+def test_an_idle_process_is_given_a_host_and_keeps_its_delay(web, tmp_path):
+    """Hosts h0 and h2 (the first process's) have 30 pages each, h1 and h3 (the second's) one:
+    the second is idle long before the first is done, and is given h0 or h2."""
+    delay, pages = 0.25, 30
+    for k in range(HOSTS):
+        host = f"h{k}.test"
+        count = pages if k % 2 == 0 else 1
+        for i in range(count):
+            links = "".join(
+                f'<a href="/p{j}.html">p</a>' for j in (2 * i + 1, 2 * i + 2) if j < count
+            )
+            body = f"<title>{host} {i}</title>{links}".encode()
+            web.add(host, f"/p{i}.html", Resource(body, headers=HTML))
+    seeds = [web.url(f"h{k}.test", "/p0.html") for k in range(HOSTS)]
+    result = crawl_in(tmp_path / "c", seeds, threads=4, delay=delay, processes=2)
+    assert result.status == 0, result.process.stdout + result.log
+    moved = re.findall(r"Host (h[02]\.test) handed over to process 2", result.log)
+    assert len(moved) == 1, result.log
+    assert len(result.records) == 2 * pages + 2
+    fetched = Counter((r.host, r.target) for r in web.requests)
+    assert set(fetched.values()) == {1}  # every page and robots.txt once, the moved host's too
+    for k in range(HOSTS):
+        starts = [r.time for r in web.requests if r.host == f"h{k}.test"]
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        # As in test_each_host_keeps_its_delay_at_the_server; the moved host's gap across its
+        # hand-over among them.
+        assert not gaps or min(gaps) >= delay - 0.1, (k, gaps)
+    state = sqlite3.connect(result.repository / ".tarantula" / "state.db")
+    owner = state.execute("SELECT shard FROM hosts WHERE host = ?", (moved[0],)).fetchone()
+    left = state.execute("SELECT count(*) FROM moved").fetchone()[0]
+    state.close()
+    assert owner == (2,) and left == 0
+    verify = run_scrapy("verify", str(tmp_path / "c" / "crawl.conf"))
+    assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
 def alive(pid: int) -> bool:

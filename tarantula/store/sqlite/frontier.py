@@ -33,6 +33,7 @@ class SqliteFrontier:
         self._ready: list[tuple[bytes, str]] = []
         self._later: list[tuple[float, str]] = []
         self._busy: set[str] = set()
+        self._held: set[str] = set()  # hosts none of whose URLs is handed out (being given away)
         self._dropped = 0  # queued URLs given up with their host
         row = db.execute("SELECT value FROM counters WHERE name = 'arrival'").fetchone()
         self._arrival = self._saved_arrival = row[0] if row else 0
@@ -156,6 +157,8 @@ class SqliteFrontier:
     # requests is done. Heap entries go stale when a head changes and are skipped when met.
 
     def _queued(self, host: str, key: bytes) -> None:
+        if self._held and host in self._held:
+            return
         head = self._heads.get(host)
         if head is None or key < head:
             self._heads[host] = key
@@ -167,6 +170,38 @@ class SqliteFrontier:
         self._ready = [(key, host) for host, key in self._heads.items()]
         heapq.heapify(self._ready)
         self._later, self._busy = [], set()
+
+    def hold(self, host: str) -> None:
+        """Hand none of ``host``'s URLs out until :meth:`unhold` or :meth:`forget` (a crawl on N
+        processes is giving the host to another)."""
+        self._held.add(host)
+        self._heads.pop(host, None)
+
+    def unhold(self, host: str) -> None:
+        """Hand ``host``'s URLs out again."""
+        self._held.discard(host)
+        row = self.db.execute(
+            "SELECT min(key) FROM urls WHERE state = 0 AND host = ?", (host,)
+        ).fetchone()
+        if row[0] is not None:
+            self._queued(host, row[0])
+
+    def forget(self, host: str) -> None:
+        """``host`` is another process's now: its rows are gone from this database."""
+        self._held.discard(host)
+        self._heads.pop(host, None)
+
+    def took(self, rows: list[tuple[int, str, int, bytes, int]]) -> None:
+        """URL rows (hash, host, generation, key, state) were added to this database from another
+        process's, with their host: seen, handed out or queued as that process had them."""
+        for h, host, generation, key, state in rows:
+            if generation != self.generation:
+                continue
+            self._seen.add(h)
+            if state == QUEUED:
+                self._queued(host, key)
+            elif self.dfs:
+                self._handed.add(h)
 
     def release(self, host: str) -> None:
         """One of ``host``'s requests is done: if it waited on its concurrency, it may go again."""

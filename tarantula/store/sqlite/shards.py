@@ -15,7 +15,13 @@ processes is what one process would decide alone:
   rows of the shared database, taken in one short transaction each;
 - the crawl ends when every process is idle and no inbox holds a link: each process says when
   it is idle (nothing queued, nothing leased), and a post to an inbox marks its owner busy in the
-  same transaction, so the last process to look sees the truth.
+  same transaction, so the last process to look sees the truth;
+- a process that is idle while another has URLs queued on two hosts or more is given one of
+  those hosts, with everything its giver holds of it (:func:`host_rows`): the giver first stops
+  handing the host's URLs out and waits until none is in flight and the host's politeness lets
+  a request go, so the taker's first request keeps the delay after the giver's last. Hosts are
+  owned round-robin at first, and their sizes are not known ahead: without this the process
+  given the larger hosts alone crawls the end of the crawl.
 
 Process 1 is the one the user started: it begins and ends each run, starts the others
 (:mod:`tarantula.helpers`) and waits for them before it ends the run and rewrites the outputs;
@@ -25,6 +31,7 @@ its status line, summary and report show the whole crawl. The others join its ru
 from __future__ import annotations
 
 import logging
+import marshal
 import os
 import signal
 import time
@@ -33,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tarantula.core.documents import StoredDocument
-from tarantula.core.frontier import Entry, Gate, HashSet, host_of, url_hash
+from tarantula.core.frontier import QUEUED, Entry, Gate, HashSet, host_of, url_hash
 from tarantula.core.index import joined, restored
 from tarantula.core.repository import recrawl_pending
 from tarantula.core.state import COMPLETE, Run
@@ -67,6 +74,129 @@ GATHER = 0.005
 #: page or two takes.
 EXCHANGE = 0.02
 
+#: Seconds between two looks of a busy process for an idle one to give a host to.
+LOOK = 0.25
+
+#: What a process holds of a host, by table: the columns a host's rows move with (a document's id
+#: is its new holder's, which keeps the order documents were first stored in).
+HOST_TABLES = {
+    "urls": "hash, url, host, original, depth, key, generation, state, outcome, extra, referrer,"
+    " done",
+    "documents": "url, path, md5, last_modified, etag, record, generation, links",
+    "duplicates": "url, original, generation",
+    "near_duplicates": "url, original, distance, generation",
+}
+
+
+def _by_url(db: StateDB, table: str, columns: str, urls: list[str]) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    for start in range(0, len(urls), 500):
+        part = urls[start : start + 500]
+        rows.extend(
+            db.execute(
+                f"SELECT {columns} FROM {table} WHERE url IN ({','.join('?' * len(part))})", part
+            )
+        )
+    return rows
+
+
+def host_rows(db: StateDB, host: str) -> list[tuple[str, bytes]]:
+    """Every row a process's database holds of ``host`` (its URLs, and the documents,
+    duplicates and near-duplicates found at them), as (table, row) to be moved to another's."""
+    urls = db.execute(f"SELECT {HOST_TABLES['urls']} FROM urls WHERE host = ?", (host,)).fetchall()
+    found = [("urls", row) for row in urls]
+    names = [row[1] for row in urls]
+    for table, columns in HOST_TABLES.items():
+        if table != "urls":
+            found.extend((table, row) for row in _by_url(db, table, columns, names))
+    return [(table, marshal.dumps(row)) for table, row in found]
+
+
+def drop_host(db: StateDB, host: str) -> None:
+    """Delete every row of ``host`` from a process's database (given to another)."""
+    names = [url for (url,) in db.execute("SELECT url FROM urls WHERE host = ?", (host,))]
+    for table in HOST_TABLES:
+        if table != "urls":
+            for start in range(0, len(names), 500):
+                part = names[start : start + 500]
+                db.execute(f"DELETE FROM {table} WHERE url IN ({','.join('?' * len(part))})", part)
+    db.execute("DELETE FROM urls WHERE host = ?", (host,))
+    db.changed()
+
+
+def take_host(db: StateDB, shared: SharedDB, move: int) -> list[tuple[int, str, int, bytes, int]]:
+    """Add the rows of hand-over ``move`` to a process's database, and note it there in the same
+    transaction (so that a move is taken once, whatever a kill interrupts); the URL rows as
+    (hash, host, generation, key, state), for the frontier."""
+    urls = []
+    for table, data in shared.execute("SELECT tbl, row FROM moved WHERE move = ?", (move,)):
+        row = marshal.loads(data)
+        columns = HOST_TABLES[table]
+        db.execute(
+            f"INSERT OR REPLACE INTO {table} ({columns}) VALUES ({','.join('?' * len(row))})", row
+        )
+        if table == "urls":
+            urls.append((row[0], row[2], row[6], row[5], row[7]))
+    db.execute(
+        "INSERT INTO counters VALUES ('moved', ?)"
+        " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        (move,),
+    )
+    db.changed()
+    return urls
+
+
+def moves_taken(db: StateDB) -> int:
+    """The last hand-over a process's database took in (:func:`take_host`)."""
+    row = db.execute("SELECT value FROM counters WHERE name = 'moved'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def settle_moves(shared: SharedDB, root: Path, own: StateDB) -> None:
+    """Finish the hand-overs of hosts a kill cut short, before a run begins (and before its
+    outputs are made from the store): each taker holds its hosts' rows, and no giver does."""
+    opened: dict[int, StateDB] = {1: own}
+
+    def database(shard: int) -> StateDB:
+        if shard not in opened:
+            opened[shard] = StateDB(shard_path(root, shard))
+        return opened[shard]
+
+    try:
+        for move, taker in shared.execute(
+            "SELECT id, dst FROM moves WHERE taken = 0 ORDER BY id"
+        ).fetchall():
+            db = database(taker)
+            if moves_taken(db) < move:
+                take_host(db, shared, move)
+                db.commit()
+            _taken(shared, taker, move)
+        for host, giver in shared.execute(
+            "SELECT DISTINCT moves.host, moves.src FROM moves JOIN hosts"
+            " ON hosts.host = moves.host WHERE hosts.shard != moves.src"
+        ).fetchall():
+            db = database(giver)
+            if db.execute("SELECT 1 FROM urls WHERE host = ? LIMIT 1", (host,)).fetchone():
+                drop_host(db, host)
+                db.commit()
+    finally:
+        for shard, db in opened.items():
+            if shard != 1:
+                db.close()
+
+
+def _taken(shared: SharedDB, taker: int, upto: int) -> None:
+    """The hand-overs to ``taker`` up to ``upto`` are in its committed database: their rows go."""
+    with shared.write() as sql:
+        sql.execute(
+            "DELETE FROM moved WHERE move IN"
+            " (SELECT id FROM moves WHERE dst = ? AND id <= ? AND taken = 0)",
+            (taker, upto),
+        )
+        sql.execute(
+            "UPDATE moves SET taken = 1 WHERE dst = ? AND id <= ? AND taken = 0", (taker, upto)
+        )
+
 
 class HostOwners:
     """Which process owns each host: given round-robin in the order the crawl discovers hosts
@@ -92,6 +222,10 @@ class HostOwners:
             self._owners[host] = shard
         return shard
 
+    def moved(self, host: str, shard: int) -> None:
+        """``host`` was handed over to process ``shard``."""
+        self._owners[host] = shard
+
 
 class ShardFrontier:
     """This process's frontier (a :class:`SqliteFrontier` over its own database) for the hosts it
@@ -111,6 +245,10 @@ class ShardFrontier:
         self._deletable = 0  # ... and committed there: deleted from the inbox after the commit
         self._next_exchange = 0.0
         self._busy = True
+        self._moved = moves_taken(self.db)  # the last hand-over of a host to this process taken
+        self._movable = 0  # ... and committed: its rows leave the shared database after the commit
+        self._giving: tuple[str, int] | None = None  # the host being given away, and to whom
+        self._next_look = 0.0
         self.db.on_commit(before=self._before_commit, after=self._after_commit)
 
     @property
@@ -125,6 +263,7 @@ class ShardFrontier:
         self.inner.begin(kind, generation)
         self._sent = HashSet()
         self._busy = True
+        self._moved = moves_taken(self.db)  # the first process took the cut-short ones
 
     def _owner(self, url: str) -> int:
         # Asked of every link a page has: by the URL's host and port as written, parsed once.
@@ -187,33 +326,51 @@ class ShardFrontier:
 
     def drain(self) -> int:
         """Take the links other processes posted for this one's hosts into its own frontier
-        (they leave the inbox once that is committed); how many."""
+        (they leave the inbox once that is committed), and the hosts handed over to it, first;
+        how many links. A link for a host this process gave away (posted by one that did not
+        know yet) goes on to the host's owner."""
         rows = self.shared.execute(
             "SELECT id, url, original, depth, key, extra, referrer, requeue FROM inbox"
             " WHERE shard = ? AND id > ? ORDER BY id",
             (self.shard, self._drained),
         ).fetchall()
+        # Read after the inbox: a link posted here for a host handed over to this process was
+        # posted after the hand-over, whose rows are then seen here.
+        moves = self.shared.execute(
+            "SELECT id, host FROM moves WHERE dst = ? AND id > ? AND taken = 0 ORDER BY id",
+            (self.shard, self._moved),
+        ).fetchall()
+        for move, host in moves:
+            self.inner.took(take_host(self.db, self.shared, move))
+            self.owners.moved(host, self.shard)
+            self._netlocs.clear()
+            self._moved = move
+            logger.info("Host %s is this process's now (process %d)", host, self.shard)
         for row_id, url, original, depth, key, extra, referrer, requeue in rows:
-            if requeue:
+            if not self._mine(url):
+                self._post(url, original, depth, key, extra, referrer, requeue=bool(requeue))
+            elif requeue:
                 self.inner.requeue(url, original, depth, key, extra)
             else:
                 self.inner.push(url, original, depth, key, extra, referrer)
             self._drained = row_id
-        if rows:
+        if rows or moves:
             self._busy = True  # as whoever posted them marked this process
             self.db.changed()  # the next commit takes them out of the inbox
         return len(rows)
 
-    def _exchange(self) -> None:
-        now = time.monotonic()
-        if now >= self._next_exchange:
-            self._next_exchange = now + EXCHANGE
+    def _exchange(self, now: float, gate: Gate | None) -> None:
+        clock = time.monotonic()
+        if clock >= self._next_exchange:
+            self._next_exchange = clock + EXCHANGE
             self.flush()
             self.drain()
+            self._give(now, gate, clock)
 
     def _before_commit(self) -> None:
         self.flush()  # a page's links are posted before the commit that acknowledges it
         self._deletable = self._drained
+        self._movable = self._moved
 
     def _after_commit(self) -> None:
         if self._deletable:
@@ -221,9 +378,93 @@ class ShardFrontier:
                 "DELETE FROM inbox WHERE shard = ? AND id <= ?", (self.shard, self._deletable)
             )
             self._deletable = 0
+        if self._movable:
+            _taken(self.shared, self.shard, self._movable)
+            self._movable = 0
+
+    # -- hosts given to an idle process ------------------------------------------------------
+
+    def _give(self, now: float, gate: Gate | None, clock: float) -> None:
+        """Give a host to an idle process (see the module's docstring), a step at a time: choose
+        it and stop handing its URLs out; once none is in flight and its politeness lets a
+        request go, hand it over."""
+        if self._giving is None:
+            if clock < self._next_look:
+                return
+            self._next_look = clock + LOOK
+            self._giving = self._choose(gate)
+            if self._giving is None:
+                return
+            self.inner.hold(self._giving[0])
+        host, taker = self._giving
+        if gate is not None and gate.dropped(host):
+            self._giving = None
+            self.inner.unhold(host)  # the frontier drops its URLs
+            return
+        if self.db.execute(
+            "SELECT 1 FROM urls WHERE state = 1 AND host = ? LIMIT 1", (host,)
+        ).fetchone() or (gate is not None and not gate.ready(host, now)):
+            return
+        self._giving = None
+        self.hand_over(host, taker)
+
+    def _choose(self, gate: Gate | None) -> tuple[str, int] | None:
+        """An idle process, and the host of this one's (with URLs queued on two hosts or more)
+        whose queue is nearest half of this one's."""
+        row = self.shared.execute(
+            "SELECT shard FROM shards WHERE busy = 0 AND reason IS NULL AND shard != ?"
+            " ORDER BY shard LIMIT 1",
+            (self.shard,),
+        ).fetchone()
+        if row is None:
+            return None
+        queues = [
+            (host, count)
+            for host, count in self.db.execute(
+                "SELECT host, count(*) FROM urls WHERE state = 0 GROUP BY host"
+            )
+            if gate is None or not gate.dropped(host)
+        ]
+        if len(queues) < 2:
+            return None
+        half = sum(count for _, count in queues) / 2
+        host = min(queues, key=lambda queue: (abs(queue[1] - half), queue[0]))[0]
+        return host, int(row[0])
+
+    def hand_over(self, host: str, taker: int) -> bool:
+        """Give ``host``, none of whose URLs is leased, to process ``taker``: its rows go to the
+        shared database with its new owner in one transaction, then leave this one's; False when
+        the taker has ended meanwhile (the host stays)."""
+        self.db.commit()  # what this process did at the host is on disk first
+        rows = host_rows(self.db, host)
+        with self.shared.write() as sql:
+            ended = sql.execute("SELECT reason FROM shards WHERE shard = ?", (taker,)).fetchone()
+            if ended is None or ended[0] is not None:
+                self.inner.unhold(host)
+                return False
+            move = sql.execute(
+                "INSERT INTO moves (host, src, dst, at) VALUES (?, ?, ?, ?)",
+                (host, self.shard, taker, time.time()),
+            ).lastrowid
+            sql.executemany(
+                "INSERT INTO moved (move, tbl, row) VALUES (?, ?, ?)",
+                [(move, table, row) for table, row in rows],
+            )
+            sql.execute("UPDATE hosts SET shard = ? WHERE host = ?", (taker, host))
+            sql.execute("UPDATE shards SET busy = 1 WHERE shard = ?", (taker,))
+        drop_host(self.db, host)
+        self.db.commit()
+        self.owners.moved(host, taker)
+        self._netlocs.clear()
+        self.inner.forget(host)
+        queued = sum(
+            1 for table, row in rows if table == "urls" and marshal.loads(row)[7] == QUEUED
+        )
+        logger.info("Host %s handed over to process %d (%d URLs queued)", host, taker, queued)
+        return True
 
     def lease(self, now: float = 0.0, gate: Gate | None = None) -> Entry | None:
-        self._exchange()
+        self._exchange(now, gate)
         return self.inner.lease(now, gate)
 
     def ack(self, url: str, outcome: str) -> None:
@@ -265,14 +506,16 @@ class ShardFrontier:
             self.db.commit_if_changed()  # what was drained is committed, and leaves the inbox
             cursor = self.shared.execute(
                 "UPDATE shards SET busy = 0 WHERE shard = ?"
-                " AND NOT EXISTS (SELECT 1 FROM inbox WHERE shard = ? AND id > ?)",
-                (self.shard, self.shard, self._drained),
+                " AND NOT EXISTS (SELECT 1 FROM inbox WHERE shard = ? AND id > ?)"
+                " AND NOT EXISTS (SELECT 1 FROM moves WHERE dst = ? AND id > ?)",
+                (self.shard, self.shard, self._drained, self.shard, self._moved),
             )
             if not cursor.rowcount:
-                return True  # links arrived meanwhile
+                return True  # links or a host arrived meanwhile
             self._busy = False
         row = self.shared.execute(
             "SELECT EXISTS (SELECT 1 FROM shards WHERE busy = 1) OR EXISTS (SELECT 1 FROM inbox)"
+            " OR EXISTS (SELECT 1 FROM moves WHERE taken = 0)"
         ).fetchone()
         return bool(row[0])
 
@@ -558,6 +801,7 @@ class ShardStore(OwnDatabase):
         return run
 
     def _begin_run(self) -> Run:
+        settle_moves(self.shared, self.root, self.db)
         with self.shared.write() as sql:
             run = self.runs.begin()
             sql.execute("DELETE FROM shards")

@@ -9,6 +9,9 @@ another longer than a statement:
 
 - ``runs``: the run log (the first process begins and ends each run, the others join it);
 - ``hosts``: which process owns each host, given round-robin as hosts are discovered;
+- ``moves`` and ``moved``: the hosts handed over from a busy process to an idle one, and the
+  rows of each on their way from the giver's database to the taker's (kept until the taker has
+  committed them);
 - ``shards``: each process's pid, whether it may still queue URLs (``busy``), and how it ended;
 - ``inbox``: links and requisites found by one process for a host another owns, until their
   owner has them in its own committed frontier (numbered without reuse: an owner reads on from
@@ -54,6 +57,11 @@ CREATE TABLE IF NOT EXISTS inbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT, shard INTEGER NOT NULL, url TEXT NOT NULL, original TEXT NOT NULL,
     depth INTEGER NOT NULL, key BLOB, extra TEXT, referrer TEXT, requeue INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS inbox_shard ON inbox (shard, id);
+CREATE TABLE IF NOT EXISTS moves (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, host TEXT NOT NULL, src INTEGER NOT NULL,
+    dst INTEGER NOT NULL, at REAL NOT NULL, taken INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS moved (move INTEGER NOT NULL, tbl TEXT NOT NULL, row BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS moved_move ON moved (move);
 CREATE TABLE IF NOT EXISTS contents (md5 TEXT PRIMARY KEY, url TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS pages (url TEXT PRIMARY KEY, stored INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS requisites (
