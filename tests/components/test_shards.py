@@ -266,6 +266,32 @@ def test_an_idle_process_is_given_a_host_with_all_its_giver_knew_of_it(tmp_path,
     assert set(urls.values()) == {1} and len(urls) == 8
     assert set(documents.values()) == {1} and len(documents) == 6
     assert left == 0  # the taker committed them
+    # A recrawl fetches each stored document again at the process that holds its host.
+    second.end("finished")
+    first.end("finished")
+    again = ShardStore(tmp_path, "bfs", 1, 2)
+    assert again.begin().kind == "recrawl"
+    other = ShardStore(tmp_path, "bfs", 2, 2)
+    other.begin()
+    assert lease_all(again) == ["http://c.test/"]
+    assert sorted(lease_all(other)) == [f"http://a.test/{p}" for p in ("", "1", "2", "3", "4")]
+
+
+def test_a_busy_process_whose_queue_is_much_shorter_is_given_a_host(tmp_path, monkeypatch):
+    first, second = three_hosts(tmp_path, monkeypatch)
+    monkeypatch.setattr(shards, "BALANCE_FLOOR", 2)  # as if the queues were long
+    monkeypatch.setattr(shards, "SETTLE", 0.0)
+    second.frontier.drain()
+    second.tick()  # says its queue: b.test/
+    assert first.frontier.inner.pending() == 3  # a.test/1, a.test/2, c.test/
+    # Busy, with a third of the first's queue: given the host nearest half the difference.
+    assert first.frontier.lease().url == "http://a.test/1"
+    assert rows_of(tmp_path, "c.test") == [("c.test", 2)]
+    first.tick()  # one URL queued now
+    second.frontier.drain()
+    assert lease_all(second) == ["http://b.test/", "http://c.test/"]  # 2 against 1: kept
+    second.tick()
+    assert first.frontier.lease().url == "http://a.test/2"  # 1 against 0: kept
 
 
 def test_a_host_is_given_once_none_of_its_urls_is_in_flight_and_its_delay_is_past(

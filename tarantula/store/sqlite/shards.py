@@ -16,8 +16,8 @@ processes is what one process would decide alone:
 - the crawl ends when every process is idle and no inbox holds a link: each process says when
   it is idle (nothing queued, nothing leased), and a post to an inbox marks its owner busy in the
   same transaction, so the last process to look sees the truth;
-- a process that is idle while another has URLs queued on two hosts or more is given one of
-  those hosts, with everything its giver holds of it (:func:`host_rows`): the giver first stops
+- a process that is idle, or whose queue is much shorter than another's, is given one of the
+  other's hosts (when it has URLs queued on two or more), with everything its giver holds of it (:func:`host_rows`): the giver first stops
   handing the host's URLs out and waits until none is in flight and the host's politeness lets
   a request go, so the taker's first request keeps the delay after the giver's last. Hosts are
   owned round-robin at first, and their sizes are not known ahead: without this the process
@@ -76,6 +76,14 @@ EXCHANGE = 0.02
 
 #: Seconds between two looks of a busy process for an idle one to give a host to.
 LOOK = 0.25
+
+#: A busy process gives a host to another busy one whose queue is under two thirds of its own, when
+#: the two differ by at least :data:`BALANCE_FLOOR` URLs (a small crawl's queues stay where they
+#: are), at most once in :data:`SETTLE` seconds, and not in the first :data:`SETTLE` seconds of the
+#: other (whose queue is as it last said, once a second).
+BALANCE = 1.5
+BALANCE_FLOOR = 200
+SETTLE = 2.0
 
 #: What a process holds of a host, by table: the columns a host's rows move with (a document's id
 #: is its new holder's, which keeps the order documents were first stored in).
@@ -249,6 +257,8 @@ class ShardFrontier:
         self._movable = 0  # ... and committed: its rows leave the shared database after the commit
         self._giving: tuple[str, int] | None = None  # the host being given away, and to whom
         self._next_look = 0.0
+        self._calm_until = 0.0  # no host given to a busy process before (see _choose)
+        self._peers: dict[int, float] = {}  # when each other process was first seen begun
         self.db.on_commit(before=self._before_commit, after=self._after_commit)
 
     @property
@@ -392,7 +402,7 @@ class ShardFrontier:
             if clock < self._next_look:
                 return
             self._next_look = clock + LOOK
-            self._giving = self._choose(gate)
+            self._giving = self._choose(gate, clock)
             if self._giving is None:
                 return
             self.inner.hold(self._giving[0])
@@ -406,17 +416,37 @@ class ShardFrontier:
         ).fetchone() or (gate is not None and not gate.ready(host, now)):
             return
         self._giving = None
-        self.hand_over(host, taker)
+        if self.hand_over(host, taker):
+            self._calm_until = clock + SETTLE
 
-    def _choose(self, gate: Gate | None) -> tuple[str, int] | None:
-        """An idle process, and the host of this one's (with URLs queued on two hosts or more)
-        whose queue is nearest half of this one's."""
-        row = self.shared.execute(
-            "SELECT shard FROM shards WHERE busy = 0 AND reason IS NULL AND shard != ?"
-            " ORDER BY shard LIMIT 1",
+    def _choose(self, gate: Gate | None, clock: float) -> tuple[str, int] | None:
+        """A process to give a host to, and which host of this one's (with URLs queued on two
+        hosts or more): to an idle process, the host whose queue is nearest half of this one's;
+        to one whose queue is much shorter than this one's (:data:`BALANCE`), the host whose
+        queue is nearest half the difference, so that both end about together."""
+        peers = self.shared.execute(
+            "SELECT shard, busy, pending FROM shards"
+            " WHERE shard != ? AND reason IS NULL AND pid IS NOT NULL ORDER BY shard",
             (self.shard,),
-        ).fetchone()
-        if row is None:
+        ).fetchall()
+        for shard, _, _ in peers:
+            self._peers.setdefault(shard, clock)
+        idle = [shard for shard, busy, _ in peers if not busy]
+        mine = self.inner.pending()
+        if idle:
+            taker, share = idle[0], mine / 2
+        elif clock >= self._calm_until:
+            # Another's queue is as it last said (once a second): compared only once it has
+            # said, and a while after the last host given.
+            said = [(pending, shard) for shard, _, pending in peers
+                    if clock - self._peers[shard] >= SETTLE]  # fmt: skip
+            if not said:
+                return None
+            least, taker = min(said)
+            if mine - least < BALANCE_FLOOR or least * BALANCE > mine:
+                return None
+            share = (mine - least) / 2
+        else:
             return None
         queues = [
             (host, count)
@@ -427,9 +457,8 @@ class ShardFrontier:
         ]
         if len(queues) < 2:
             return None
-        half = sum(count for _, count in queues) / 2
-        host = min(queues, key=lambda queue: (abs(queue[1] - half), queue[0]))[0]
-        return host, int(row[0])
+        host = min(queues, key=lambda queue: (abs(queue[1] - share), queue[0]))[0]
+        return host, int(taker)
 
     def hand_over(self, host: str, taker: int) -> bool:
         """Give ``host``, none of whose URLs is leased, to process ``taker``: its rows go to the
