@@ -17,11 +17,12 @@ processes is what one process would decide alone:
   it is idle (nothing queued, nothing leased), and a post to an inbox marks its owner busy in the
   same transaction, so the last process to look sees the truth;
 - a process that is idle, or whose queue is much shorter than another's, is given one of the
-  other's hosts (when it has URLs queued on two or more), with everything its giver holds of it (:func:`host_rows`): the giver first stops
-  handing the host's URLs out and waits until none is in flight and the host's politeness lets
-  a request go, so the taker's first request keeps the delay after the giver's last. Hosts are
-  owned round-robin at first, and their sizes are not known ahead: without this the process
-  given the larger hosts alone crawls the end of the crawl.
+  other's hosts (when it has URLs queued on two or more), with everything its giver holds of it
+  (:func:`host_rows`): the giver first stops handing the host's URLs out and waits until none
+  is in flight and the host's politeness lets a request go, so the taker's first request keeps
+  the delay after the giver's last. Hosts are owned round-robin at first, and their sizes are
+  not known ahead: without this the process given the larger hosts alone crawls the end of the
+  crawl.
 
 Process 1 is the one the user started: it begins and ends each run, starts the others
 (:mod:`tarantula.helpers`) and waits for them before it ends the run and rewrites the outputs;
