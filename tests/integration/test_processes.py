@@ -149,9 +149,9 @@ def test_each_host_keeps_its_delay_at_the_server(web, tmp_path):
 
 
 def test_an_idle_process_is_given_a_host_and_keeps_its_delay(web, tmp_path):
-    """Hosts h0 and h2 (the first process's) have 30 pages each, h1 and h3 (the second's) one:
+    """Hosts h0 and h2 (the first process's) have 20 pages each, h1 and h3 (the second's) one:
     the second is idle long before the first is done, and is given h0 or h2."""
-    delay, pages = 0.25, 30
+    delay, pages = 0.25, 20
     for k in range(HOSTS):
         host = f"h{k}.test"
         count = pages if k % 2 == 0 else 1
