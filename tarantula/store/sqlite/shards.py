@@ -257,9 +257,10 @@ class ShardFrontier:
         self._moved = moves_taken(self.db)  # the last hand-over of a host to this process taken
         self._movable = 0  # ... and committed: its rows leave the shared database after the commit
         self._giving: tuple[str, int] | None = None  # the host being given away, and to whom
+        self._given: dict[int, str] = {}  # hand-over -> host, given away and not yet taken
         self._next_look = 0.0
         self._calm_until = 0.0  # no host given to a busy process before (see _choose)
-        self._peers: dict[int, float] = {}  # when each other process was first seen begun
+        self._peers: dict[int, float] = {}  # when each other process was first seen to say
         self.db.on_commit(before=self._before_commit, after=self._after_commit)
 
     @property
@@ -376,6 +377,8 @@ class ShardFrontier:
             self._next_exchange = clock + EXCHANGE
             self.flush()
             self.drain()
+            if self._given:
+                self._drop_given()
             self._give(now, gate, clock)
 
     def _before_commit(self) -> None:
@@ -425,46 +428,51 @@ class ShardFrontier:
         hosts or more): to an idle process, the host whose queue is nearest half of this one's;
         to one whose queue is much shorter than this one's (:data:`BALANCE`), the host whose
         queue is nearest half the difference, so that both end about together."""
-        peers = self.shared.execute(
-            "SELECT shard, busy, pending FROM shards"
-            " WHERE shard != ? AND reason IS NULL AND pid IS NOT NULL ORDER BY shard",
-            (self.shard,),
+        said = self.shared.execute(
+            "SELECT shard, busy, pending FROM shards WHERE reason IS NULL AND pid IS NOT NULL"
+            " ORDER BY shard"
         ).fetchall()
-        for shard, _, _ in peers:
-            self._peers.setdefault(shard, clock)
-        idle = [shard for shard, busy, _ in peers if not busy]
-        mine = self.inner.pending()
-        if idle:
-            taker, share = idle[0], mine / 2
-        elif clock >= self._calm_until:
-            # Another's queue is as it last said (once a second): compared only once it has
-            # said, and a while after the last host given.
-            said = [(pending, shard) for shard, _, pending in peers
-                    if clock - self._peers[shard] >= SETTLE]  # fmt: skip
-            if not said:
+        idle = [shard for shard, busy, _ in said if not busy and shard != self.shard]
+        least = 0
+        if not idle:
+            # The queues as each process last said (once a second, this one's too): compared
+            # only once the other has said, and a while after the last host given.
+            if clock < self._calm_until:
                 return None
-            least, taker = min(said)
-            if mine - least < BALANCE_FLOOR or least * BALANCE > mine:
+            own = next((pending for shard, _, pending in said if shard == self.shard), 0)
+            others = []
+            for shard, _, pending in said:
+                if shard != self.shard and clock - self._peers.setdefault(shard, clock) >= SETTLE:
+                    others.append((pending, shard))
+            if not others:
                 return None
-            share = (mine - least) / 2
-        else:
-            return None
+            least, taker = min(others)
+            if own - least < BALANCE_FLOOR or least * BALANCE > own:
+                return None
+        given = set(self._given.values())
         queues = [
             (host, count)
             for host, count in self.db.execute(
                 "SELECT host, count(*) FROM urls WHERE state = 0 GROUP BY host"
             )
-            if gate is None or not gate.dropped(host)
+            if host not in given and (gate is None or not gate.dropped(host))
         ]
         if len(queues) < 2:
             return None
+        mine = sum(count for _, count in queues)
+        if idle:
+            taker, share = idle[0], mine / 2
+        else:
+            share = (mine - least) / 2
         host = min(queues, key=lambda queue: (abs(queue[1] - share), queue[0]))[0]
         return host, int(taker)
 
     def hand_over(self, host: str, taker: int) -> bool:
         """Give ``host``, none of whose URLs is leased, to process ``taker``: its rows go to the
-        shared database with its new owner in one transaction, then leave this one's; False when
-        the taker has ended meanwhile (the host stays)."""
+        shared database with its new owner in one transaction, and leave this one's once the
+        taker has committed them (:meth:`_drop_given`: a reader of the whole crawl, such as the
+        browse pass, always finds the host's documents somewhere); False when the taker has
+        ended meanwhile (the host stays)."""
         self.db.commit()  # what this process did at the host is on disk first
         rows = host_rows(self.db, host)
         with self.shared.write() as sql:
@@ -473,25 +481,35 @@ class ShardFrontier:
                 self.inner.unhold(host)
                 return False
             move = sql.execute(
-                "INSERT INTO moves (host, src, dst, at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO moves (host, src, dst, at) VALUES (?, ?, ?, ?) RETURNING id",
                 (host, self.shard, taker, time.time()),
-            ).lastrowid
+            ).fetchone()[0]
             sql.executemany(
                 "INSERT INTO moved (move, tbl, row) VALUES (?, ?, ?)",
                 [(move, table, row) for table, row in rows],
             )
             sql.execute("UPDATE hosts SET shard = ? WHERE host = ?", (taker, host))
             sql.execute("UPDATE shards SET busy = 1 WHERE shard = ?", (taker,))
-        drop_host(self.db, host)
-        self.db.commit()
+        self._given[move] = host  # held until its rows leave
         self.owners.moved(host, taker)
         self._netlocs.clear()
-        self.inner.forget(host)
         queued = sum(
             1 for table, row in rows if table == "urls" and marshal.loads(row)[7] == QUEUED
         )
         logger.info("Host %s handed over to process %d (%d URLs queued)", host, taker, queued)
         return True
+
+    def _drop_given(self) -> None:
+        """Delete the rows of the hosts given away whose takers have committed them."""
+        moves = list(self._given)
+        taken = self.shared.execute(
+            f"SELECT id FROM moves WHERE taken = 1 AND id IN ({','.join('?' * len(moves))})",
+            moves,
+        ).fetchall()
+        for (move,) in taken:
+            host = self._given.pop(move)
+            drop_host(self.db, host)
+            self.inner.forget(host)
 
     def lease(self, now: float = 0.0, gate: Gate | None = None) -> Entry | None:
         self._exchange(now, gate)
