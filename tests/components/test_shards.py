@@ -376,3 +376,19 @@ def test_a_host_taken_and_committed_is_not_taken_again_after_a_kill(tmp_path, mo
     assert other.documents.document("http://a.test/1") is not None
     assert again.documents.document("http://a.test/") is None  # the giver's rows are gone
     assert again.shared.execute("SELECT count(*) FROM moved").fetchone()[0] == 0
+
+
+def test_a_host_handed_back_before_its_giver_dropped_it_is_crawled_again(tmp_path, monkeypatch):
+    first, second = three_hosts(tmp_path, monkeypatch)
+    assert first.frontier.hand_over("a.test", 2)
+    second.frontier.drain()
+    assert second.frontier.hand_over("a.test", 1)  # its commit says the host is taken
+    first.frontier.drain()
+    assert lease_all(first) == ["http://c.test/", "http://a.test/1", "http://a.test/2"]
+    assert first.documents.document("http://a.test/") is not None
+    assert second.frontier.lease() is not None  # b.test/
+    second.frontier.drain()
+    second.commit()
+    first.commit()
+    assert lease_all(second) == [] and lease_all(first) == []
+    assert first.documents.document("http://a.test/") is not None  # kept, not dropped

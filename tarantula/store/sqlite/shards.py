@@ -352,6 +352,10 @@ class ShardFrontier:
             "SELECT id, host FROM moves WHERE dst = ? AND id > ? AND taken = 0 ORDER BY id",
             (self.shard, self._moved),
         ).fetchall()
+        if moves and self._given:
+            # A host given away and handed back: its taker committed it before it could give
+            # it, so this process's old rows of it go first.
+            self._drop_given()
         for move, host in moves:
             self.inner.took(take_host(self.db, self.shared, move))
             self.owners.moved(host, self.shard)
