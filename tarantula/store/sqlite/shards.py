@@ -400,12 +400,12 @@ class ShardFrontier:
             _taken(self.shared, self.shard, self._movable)
             self._movable = 0
 
-    # -- hosts given to an idle process ------------------------------------------------------
+    # -- hosts given to a process short of work -------------------------------------------------
 
     def _give(self, now: float, gate: Gate | None, clock: float) -> None:
-        """Give a host to an idle process (see the module's docstring), a step at a time: choose
-        it and stop handing its URLs out; once none is in flight and its politeness lets a
-        request go, hand it over."""
+        """Give a host to a process that runs short of work (see the module's docstring), a step
+        at a time: choose it and stop handing its URLs out; once none is in flight and its
+        politeness lets a request go, hand it over."""
         if self._giving is None:
             if clock < self._next_look:
                 return

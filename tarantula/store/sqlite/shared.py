@@ -9,7 +9,7 @@ another longer than a statement:
 
 - ``runs``: the run log (the first process begins and ends each run, the others join it);
 - ``hosts``: which process owns each host, given round-robin as hosts are discovered;
-- ``moves`` and ``moved``: the hosts handed over from a busy process to an idle one, and the
+- ``moves`` and ``moved``: the hosts handed over to a process that runs short of work, and the
   rows of each on their way from the giver's database to the taker's (kept until the taker has
   committed them);
 - ``shards``: each process's pid, whether it may still queue URLs (``busy``), and how it ended;
