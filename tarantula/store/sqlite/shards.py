@@ -400,7 +400,7 @@ class ShardFrontier:
             _taken(self.shared, self.shard, self._movable)
             self._movable = 0
 
-    # -- hosts given to a process short of work -------------------------------------------------
+    # -- hosts given to a process short of work ----------------------------------------------
 
     def _give(self, now: float, gate: Gate | None, clock: float) -> None:
         """Give a host to a process that runs short of work (see the module's docstring), a step
