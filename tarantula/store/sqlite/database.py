@@ -67,6 +67,16 @@ ADDED_COLUMNS = (
 )  # fmt: skip
 
 
+def in_parts(db: Database, statement: str, values: list[Any]) -> list[tuple[Any, ...]]:
+    """Run ``statement``, whose ``IN ({})`` lists ``values``, 500 values at a time (well under
+    SQLite's limit of a statement's parameters); the rows of every part."""
+    rows: list[tuple[Any, ...]] = []
+    for start in range(0, len(values), 500):
+        part = values[start : start + 500]
+        rows.extend(db.execute(statement.format(",".join("?" * len(part))), part))
+    return rows
+
+
 class Statements(Protocol):
     """What the run log and the requisites need of a database: the crawl's own
     (:class:`StateDB`) or the one the processes of a crawl share

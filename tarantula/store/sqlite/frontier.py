@@ -15,7 +15,7 @@ from tarantula.core.frontier import (
     host_of,
     url_hash,
 )
-from tarantula.store.sqlite.database import StateDB
+from tarantula.store.sqlite.database import StateDB, in_parts
 
 
 class SqliteFrontier:
@@ -81,18 +81,8 @@ class SqliteFrontier:
         """Of ``hashes`` (URL hashes of entries: :func:`~tarantula.core.frontier.url_hash`), those
         queued or leased in this generation: URLs the crawl may yet store (the browsable copy
         writes links to them ahead)."""
-        found: set[int] = set()
-        for chunk in range(0, len(hashes), 500):
-            part = hashes[chunk : chunk + 500]
-            found.update(
-                h
-                for (h,) in self.db.execute(
-                    f"SELECT hash FROM urls WHERE hash IN ({','.join('?' * len(part))})"
-                    " AND state < 2",
-                    part,
-                )
-            )
-        return found
+        statement = "SELECT hash FROM urls WHERE hash IN ({}) AND state < 2"
+        return {h for (h,) in in_parts(self.db, statement, hashes)}
 
     def seen(self, url: str) -> bool:
         """True when a new discovery of ``url`` cannot change anything (see Frontier.seen)."""

@@ -50,7 +50,7 @@ from tarantula.store.folder.met import MetLog
 from tarantula.store.outputs import close_outputs, ready_outputs
 from tarantula.store.sqlite import OwnDatabase
 from tarantula.store.sqlite.cookies import CookieTable
-from tarantula.store.sqlite.database import StateDB
+from tarantula.store.sqlite.database import StateDB, in_parts
 from tarantula.store.sqlite.documents import SqliteDocuments
 from tarantula.store.sqlite.frontier import SqliteFrontier
 from tarantula.store.sqlite.near import Fingerprints
@@ -97,28 +97,17 @@ HOST_TABLES = {
 }
 
 
-def _by_url(db: StateDB, table: str, columns: str, urls: list[str]) -> list[tuple[Any, ...]]:
-    rows: list[tuple[Any, ...]] = []
-    for start in range(0, len(urls), 500):
-        part = urls[start : start + 500]
-        rows.extend(
-            db.execute(
-                f"SELECT {columns} FROM {table} WHERE url IN ({','.join('?' * len(part))})", part
-            )
-        )
-    return rows
-
-
-def host_rows(db: StateDB, host: str) -> list[tuple[str, bytes]]:
+def host_rows(db: StateDB, host: str) -> list[tuple[str, tuple[Any, ...]]]:
     """Every row a process's database holds of ``host`` (its URLs, and the documents,
     duplicates and near-duplicates found at them), as (table, row) to be moved to another's."""
     urls = db.execute(f"SELECT {HOST_TABLES['urls']} FROM urls WHERE host = ?", (host,)).fetchall()
-    found = [("urls", row) for row in urls]
+    found: list[tuple[str, tuple[Any, ...]]] = [("urls", row) for row in urls]
     names = [row[1] for row in urls]
     for table, columns in HOST_TABLES.items():
         if table != "urls":
-            found.extend((table, row) for row in _by_url(db, table, columns, names))
-    return [(table, marshal.dumps(row)) for table, row in found]
+            statement = f"SELECT {columns} FROM {table} WHERE url IN ({{}})"
+            found.extend((table, row) for row in in_parts(db, statement, names))
+    return found
 
 
 def drop_host(db: StateDB, host: str) -> None:
@@ -126,9 +115,7 @@ def drop_host(db: StateDB, host: str) -> None:
     names = [url for (url,) in db.execute("SELECT url FROM urls WHERE host = ?", (host,))]
     for table in HOST_TABLES:
         if table != "urls":
-            for start in range(0, len(names), 500):
-                part = names[start : start + 500]
-                db.execute(f"DELETE FROM {table} WHERE url IN ({','.join('?' * len(part))})", part)
+            in_parts(db, f"DELETE FROM {table} WHERE url IN ({{}})", names)
     db.execute("DELETE FROM urls WHERE host = ?", (host,))
     db.changed()
 
@@ -490,16 +477,14 @@ class ShardFrontier:
             ).fetchone()[0]
             sql.executemany(
                 "INSERT INTO moved (move, tbl, row) VALUES (?, ?, ?)",
-                [(move, table, row) for table, row in rows],
+                [(move, table, marshal.dumps(row)) for table, row in rows],
             )
             sql.execute("UPDATE hosts SET shard = ? WHERE host = ?", (taker, host))
             sql.execute("UPDATE shards SET busy = 1 WHERE shard = ?", (taker,))
         self._given[move] = host  # held until its rows leave
         self.owners.moved(host, taker)
         self._netlocs.clear()
-        queued = sum(
-            1 for table, row in rows if table == "urls" and marshal.loads(row)[7] == QUEUED
-        )
+        queued = sum(1 for table, row in rows if table == "urls" and row[7] == QUEUED)
         logger.info("Host %s handed over to process %d (%d URLs queued)", host, taker, queued)
         return True
 
