@@ -213,11 +213,12 @@ def three_hosts(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ShardStore
     return first, second
 
 
-def rows_of(root: Path, host: str) -> list[tuple[str, int]]:
+def owner_of(root: Path, host: str) -> int:
+    """The process that owns ``host``, as the shared database says."""
     db = sqlite3.connect(root / ".tarantula" / "state.db")
-    found = db.execute("SELECT host, shard FROM hosts WHERE host = ?", (host,)).fetchall()
+    (shard,) = db.execute("SELECT shard FROM hosts WHERE host = ?", (host,)).fetchone()
     db.close()
-    return found
+    return int(shard)
 
 
 def test_an_idle_process_is_given_a_host_with_all_its_giver_knew_of_it(tmp_path, monkeypatch):
@@ -229,7 +230,7 @@ def test_an_idle_process_is_given_a_host_with_all_its_giver_knew_of_it(tmp_path,
     assert second.frontier.active()  # idle now, but the crawl goes on
     # Queued: a.test 2 URLs, c.test 1: a.test's queue is nearest half of the 3; none in flight.
     assert first.frontier.lease().url == "http://c.test/"
-    assert rows_of(tmp_path, "a.test") == [("a.test", 2)]
+    assert owner_of(tmp_path, "a.test") == 2
     # The giver keeps the host's rows, handing none out, until the taker has committed them:
     # a reader of the whole crawl finds its documents all along.
     assert first.frontier.lease() is None
@@ -293,7 +294,7 @@ def test_a_busy_process_whose_queue_is_much_shorter_is_given_a_host(tmp_path, mo
     assert first.frontier.inner.pending() == 3  # a.test/1, a.test/2, c.test/
     # Busy, with a third of the first's queue: given the host nearest half the difference.
     assert first.frontier.lease().url == "http://a.test/1"
-    assert rows_of(tmp_path, "c.test") == [("c.test", 2)]
+    assert owner_of(tmp_path, "c.test") == 2
     second.frontier.drain()
     second.commit()
     assert first.frontier.lease().url == "http://a.test/2"  # c.test's rows are gone now
@@ -321,13 +322,13 @@ def test_a_host_is_given_once_none_of_its_urls_is_in_flight_and_its_delay_is_pas
     # a.test (one queued, one in flight) and c.test (one queued): a.test is chosen and held.
     assert first.frontier.lease(100.0, gate).url == "http://c.test/x"
     assert first.frontier.lease(101.0, gate) is None  # a.test/2 held, a.test/1 in flight
-    assert rows_of(tmp_path, "a.test") == [("a.test", 1)]
+    assert owner_of(tmp_path, "a.test") == 1
     gate.release("a.test")
     first.stored(doc("http://a.test/1"))
     assert first.frontier.lease(109.0, gate) is None  # the delay is not past: still held
-    assert rows_of(tmp_path, "a.test") == [("a.test", 1)]
+    assert owner_of(tmp_path, "a.test") == 1
     assert first.frontier.lease(110.0, gate) is None  # handed over now
-    assert rows_of(tmp_path, "a.test") == [("a.test", 2)]
+    assert owner_of(tmp_path, "a.test") == 2
     second.frontier.drain()
     assert lease_all(second) == ["http://a.test/2"]
 
