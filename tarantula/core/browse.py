@@ -33,7 +33,6 @@ resolves.
 
 from __future__ import annotations
 
-import functools
 import logging
 import posixpath
 import re
@@ -130,10 +129,33 @@ def relative_link(page_path: str, target_path: str) -> str:
     return _relative_from(page_path.rpartition("/")[0], target_path)
 
 
-@functools.lru_cache(maxsize=16384)
 def _relative_from(folder: str, target_path: str) -> str:
-    """:func:`relative_link` from a page in ``folder`` (its mirror path's folder, "" at the top):
-    remembered for the last pairs, as the pages of a folder link the same targets."""
+    """:func:`relative_link` from a page in ``folder`` (its mirror path's folder, "" at the top).
+    The folders the two paths share are the longest ancestor of ``folder`` (itself included)
+    that ``target_path`` starts with, segment for segment: found by string operations, as pages
+    link to targets in many folders (the pairs are too many to remember)."""
+    if _empty_segment(folder) or _empty_segment(target_path):
+        return _relative_by_segments(folder, target_path)
+    ups = 0
+    shared = folder
+    while shared and not target_path.startswith(shared + "/"):
+        shared = shared.rpartition("/")[0]
+        ups += 1
+    rest = target_path[len(shared) + 1 :] if shared else target_path
+    if not _AS_IS_PATH.fullmatch(rest):  # most paths have no segment to quote
+        rest = "/".join(_quoted_segments(rest.split("/")))
+    if ups:
+        return "../" * ups + rest
+    return "./" + rest if ":" in rest.partition("/")[0] else rest
+
+
+def _empty_segment(path: str) -> bool:
+    """Whether ``path`` has an empty segment ("a//b", "/a", "a/"), as no mirror path has."""
+    return path[:1] == "/" or path[-1:] == "/" or "//" in path
+
+
+def _relative_by_segments(folder: str, target_path: str) -> str:
+    """:func:`_relative_from` segment by segment, for paths with empty segments."""
     page = folder.split("/") if folder else []
     target = target_path.split("/")
     common = 0
@@ -141,12 +163,13 @@ def _relative_from(folder: str, target_path: str) -> str:
         if mine != theirs:
             break
         common += 1
-    rest = target[common:]
-    if not _AS_IS_PATH.fullmatch(target_path):  # most paths have no segment to quote
-        rest = [p if _AS_IS.fullmatch(p) else quote(p, safe=_NAME_SAFE) for p in rest]
-    parts = [".."] * (len(page) - common) + rest
+    parts = [".."] * (len(page) - common) + _quoted_segments(target[common:])
     link = "/".join(parts)
     return "./" + link if ":" in parts[0] else link
+
+
+def _quoted_segments(segments: list[str]) -> list[str]:
+    return [p if _AS_IS.fullmatch(p) else quote(p, safe=_NAME_SAFE) for p in segments]
 
 
 # WHATWG URL parsing strips leading and trailing C0 controls and spaces and removes tab and
@@ -496,6 +519,7 @@ def _converter(page_path: str, locate: Locate, found: PageLinks,
     """:func:`link_converter`'s :data:`Convert`, from the page's :func:`link_absolute`."""
     cache: dict[str, tuple[str | None, str | None]] = {}
     relative: dict[str, str] = {}
+    folder = page_path.rpartition("/")[0]
 
     def convert(link: str) -> str | None:
         absolute = absolute_of(link)
@@ -509,7 +533,7 @@ def _converter(page_path: str, locate: Locate, found: PageLinks,
         if path is not None and key is not None:
             found.local.add(key)
             if (written := relative.get(path)) is None:
-                written = relative[path] = relative_link(page_path, path)
+                written = relative[path] = _relative_from(folder, path)
             return written + hash_mark + fragment
         if key is not None:
             found.absolute.add(key)

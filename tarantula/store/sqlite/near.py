@@ -81,10 +81,14 @@ class Fingerprints(Tables):
         return None if row is None else int(row[0]) >> 40
 
     def _add_blocks(self, url: str, value: int, distance: int) -> None:
-        for key in block_keys(value, distance):
-            self.db.execute(
-                "INSERT INTO fingerprint_blocks VALUES (?, ?) ON CONFLICT DO NOTHING", (key, url)
-            )
+        """Keep ``url``'s fingerprint under each of its blocks: one statement for all of them."""
+        rows = [(key, url) for key in block_keys(value, distance)]
+        self.db.execute(
+            "INSERT INTO fingerprint_blocks VALUES "
+            + ", ".join(["(?, ?)"] * len(rows))
+            + " ON CONFLICT DO NOTHING",
+            [field for row in rows for field in row],
+        )
 
     def near(self, url: str, value: int, distance: int,
              claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
