@@ -171,10 +171,47 @@ def commit(rev: str = "HEAD") -> str:
     return (head or "unknown") + (" with uncommitted changes in tarantula/" if changed else "")
 
 
-def machine_lines() -> list[str]:
-    return [
+def file_system(path: Path) -> str:
+    """The type of the file system that holds ``path``, "unknown" where ``/proc/mounts`` cannot be
+    read. Creating a file costs the kernel far more on some than on others (see
+    docs/benchmarks.md), and a crawl creates one a page."""
+    try:
+        mounts = Path("/proc/mounts").read_text()
+    except OSError:
+        return "unknown"
+    return mount_type(str(Path(path).resolve()), mounts)
+
+
+def mount_type(target: str, mounts: str) -> str:
+    r"""The type of the mount in ``mounts`` (``/proc/mounts``' text) whose point is the longest
+    one above the absolute path ``target``.
+
+    >>> mount_type("/dev/shm/a b", "/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n")
+    'tmpfs'
+    >>> mount_type("/my disk/x", "/dev/vda / ext4 rw 0 0\n/dev/vdb /my\\040disk xfs rw 0 0\n")
+    'xfs'
+    """
+    best, kind = "", "unknown"
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")  # a space in a mount point, as the kernel writes it
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > len(best):
+            best, kind = point, fields[2]
+    return kind
+
+
+def machine_lines(work: Path | None = None) -> list[str]:
+    """The report's lines on the machine and versions; with ``work``, the folder that holds the
+    web and the crawls' repositories, and its file system."""
+    lines = [
         f"- machine: {os.cpu_count()} cores ({_cpu_model()}), Linux {platform.release()}, "
         f"Python {platform.python_version()}",
         f"- Tarantula {_version('tarantula')} (commit {commit()}), Scrapy {_version('scrapy')}, "
         f"Twisted {_version('twisted')}, nginx {nginx_version()}, wget {_wget_version()}",
     ]
+    if work is not None:
+        lines.append(f"- work folder (the web, the repositories): {work} ({file_system(work)})")
+    return lines

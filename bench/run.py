@@ -222,7 +222,7 @@ def benchmark(args: argparse.Namespace, root: Path) -> str:
             if "wget" in crawlers
             else ""
         ),
-        *machine_lines(),
+        *machine_lines(root),
         *(
             [
                 f"- tarantula@{args.baseline}: Tarantula as of commit {commit(args.baseline)}, same config"
@@ -301,7 +301,7 @@ def memory(args: argparse.Namespace, root: Path) -> str:
     header += [
         f"- server: {server_desc}",
         f"- Tarantula: threads {CONCURRENCY}, host-concurrency {CONCURRENCY}, delay 0, domain-scope",
-        *machine_lines(),
+        *machine_lines(root),
         f"- command: `python -m bench.run {' '.join(args.argv)}`",
     ]
     by = [m.result for m in medians(results)]

@@ -13,6 +13,7 @@ from urllib.robotparser import RobotFileParser
 import pytest
 
 from bench.generate import generate, load_manifest
+from bench.measure import mount_type
 from bench.servers import nginx_binary
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -102,6 +103,17 @@ def test_generated_web_is_deterministic_and_reachable(tmp_path: Path) -> None:
 _EVERY_KIND = "tarantula,scrapy,tarantula-warc,tarantula-browse,scrapy-fetch,scrapy-fetch-lean"
 
 
+def test_a_report_names_the_file_system_of_its_work_folder() -> None:
+    # Creating a file costs some file systems far more than others: the report says which one
+    # held the repositories. The longest mount point above the folder counts.
+    mounts = "/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n/dev/vdb /my\\040disk xfs rw 0 0\n"
+    assert mount_type("/dev/shm/tarantula-bench-x/run-1", mounts) == "tmpfs"
+    assert mount_type("/dev/shmem/x", mounts) == "ext4"  # a prefix of a name is not a folder above
+    assert mount_type("/tmp/x", mounts) == "ext4"
+    assert mount_type("/my disk/x", mounts) == "xfs"
+    assert mount_type("/x", "") == "unknown"
+
+
 @pytest.mark.parametrize("server", ["nginx", "asyncio"])
 def test_tiny_benchmark_runs(tmp_path: Path, server: str) -> None:
     if server == "nginx" and nginx_binary() is None:
@@ -132,6 +144,7 @@ def test_tiny_benchmark_runs(tmp_path: Path, server: str) -> None:
     report = written.read_text(encoding="utf-8")
     assert "| tarantula | median of 1 |" in report
     assert f"- server: {server}" in report, report
+    assert "- work folder (the web, the repositories): " in report, report
     if server == "asyncio":
         # warc and browsable against the plain crawl, each output's crawl complete
         for name in ("tarantula-warc", "tarantula-browse"):
