@@ -106,7 +106,9 @@ _EVERY_KIND = "tarantula,scrapy,tarantula-warc,tarantula-browse,scrapy-fetch,scr
 def test_a_report_names_the_file_system_of_its_work_folder() -> None:
     # Creating a file costs some file systems far more than others: the report says which one
     # held the repositories. The longest mount point above the folder counts.
-    mounts = "/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n/dev/vdb /my\\040disk xfs rw 0 0\n"
+    mounts = (
+        "/dev/vda / ext4 rw 0 0\ntmpfs /dev/shm tmpfs rw 0 0\n/dev/vdb /my\\040disk xfs rw 0 0\n"
+    )
     assert mount_type("/dev/shm/tarantula-bench-x/run-1", mounts) == "tmpfs"
     assert mount_type("/dev/shmem/x", mounts) == "ext4"  # a prefix of a name is not a folder above
     assert mount_type("/tmp/x", mounts) == "ext4"
