@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from tarantula.core.browse import (
     Joins,
     PageLinks,
+    _relative_by_segments,
+    _relative_from,
     base_href,
     convert_document,
     decode_page,
@@ -107,6 +109,22 @@ def test_relative_link(page, target, link):
 def test_relative_link_writes_each_name_as_quote_does(names):
     quoted = [quote(name, safe="!$&+,;=:@") for name in ["h", *names]]
     assert relative_link("x/p.html", "/".join(["h", *names])) == "/".join(["..", *quoted])
+
+
+#: Segments of paths: shared ones are likely, and names that need quoting or look like a scheme.
+_SEGMENTS = st.sampled_from(
+    ["h.test", "h.test:80", "a", "ab", "a:b", "x y", "%2F", "\u00e9", ".", ".."]
+)
+
+
+@given(st.lists(_SEGMENTS, max_size=4), st.lists(_SEGMENTS, min_size=1, max_size=5))
+@example(["h.test", "a"], ["h.test", "ab", "c"])  # "a" is a prefix of "ab", not its folder
+def test_a_relative_link_by_string_operations_is_the_link_segment_by_segment(folder, target):
+    # The link between mirror paths (no empty segment) is found by string operations on the two
+    # paths; the segment-by-segment way, kept for other paths, gives the same link.
+    assert _relative_from("/".join(folder), "/".join(target)) == _relative_by_segments(
+        "/".join(folder), "/".join(target)
+    )
 
 
 @pytest.mark.parametrize(
