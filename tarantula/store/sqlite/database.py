@@ -67,7 +67,7 @@ ADDED_COLUMNS = (
 )  # fmt: skip
 
 
-def in_parts(db: Database, statement: str, values: list[Any]) -> list[tuple[Any, ...]]:
+def in_parts(db: Statements, statement: str, values: list[Any]) -> list[tuple[Any, ...]]:
     """Run ``statement``, whose ``IN ({})`` lists ``values``, 500 values at a time (well under
     SQLite's limit of a statement's parameters); the rows of every part."""
     rows: list[tuple[Any, ...]] = []

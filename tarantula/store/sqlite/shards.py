@@ -490,12 +490,8 @@ class ShardFrontier:
 
     def _drop_given(self) -> None:
         """Delete the rows of the hosts given away whose takers have committed them."""
-        moves = list(self._given)
-        taken = self.shared.execute(
-            f"SELECT id FROM moves WHERE taken = 1 AND id IN ({','.join('?' * len(moves))})",
-            moves,
-        ).fetchall()
-        for (move,) in taken:
+        statement = "SELECT id FROM moves WHERE taken = 1 AND id IN ({})"
+        for (move,) in in_parts(self.shared, statement, list(self._given)):
             host = self._given.pop(move)
             drop_host(self.db, host)
             self.inner.forget(host)
