@@ -459,23 +459,27 @@ def link_converter(page_url: str, page_path: str, base: str | None, locate: Loca
 
 
 def link_absolute(page_url: str, base: str | None, joined: dict[str, str | None] | None = None,
-                  joins: Joins | None = None) -> Callable[[str], str | None]:  # fmt: skip
+                  joins: Joins | None = None,
+                  resolved: dict[str, str] | None = None) -> Callable[[str], str | None]:  # fmt: skip
     """Each link of the page at ``page_url`` (whose ``<base href>`` is ``base``) as the absolute
     http(s) URL it leads to, None for one that is not http(s) or, when the base is the page
     itself, a fragment or empty link (see :func:`link_converter`, whose ``joined`` and ``joins``
-    these are).
+    these are). ``resolved`` holds links the crawl resolved already, as they resolve here
+    (:func:`tarantula.core.links.resolve_links`): they are not resolved again.
 
     >>> absolute = link_absolute("http://ex.com/a/", None)
     >>> absolute("../b#x"), absolute("#top"), absolute("mailto:me@ex.com")
     ('http://ex.com/b#x', None, None)
     """
-    resolved = page_base(page_url, base)  # a broken or non-http(s) <base href> is ignored
-    resolver = LinkResolver(resolved)
+    base_url = page_base(page_url, base)  # a broken or non-http(s) <base href> is ignored
+    resolver = LinkResolver(base_url)
     join = resolver.join
     folder = resolver.folder if resolver.fast and joins is not None else None
-    same_base = resolved.partition("#")[0] == page_url
+    same_base = base_url.partition("#")[0] == page_url
     if joined is None:
         joined = {}
+    if resolved:
+        joined.update(resolved)
 
     def resolve(link: str) -> str | None:
         stripped = link.strip(_C0_SPACE)
@@ -578,12 +582,14 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
     text, codec_used = decode_page(body, codec)
     base = None
     refs: list[Ref] | None = None
+    resolved = None
     if kind != CSS:
         page = reading if reading is not None and reading.text == text else read_html(text)
         refs = page.refs if page.refs is not None else _refs(text)
         found.reading = page
         base = page.base  # it applies to the links before it too
-    absolute_of = link_absolute(page_url, base, {}, joins)
+        resolved = page.resolved
+    absolute_of = link_absolute(page_url, base, {}, joins, resolved)
     if prefetch is not None:
         targets: dict[str, None] = {}
 

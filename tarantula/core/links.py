@@ -78,7 +78,8 @@ class LinkPlan:
 
 
 def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[str, str]],
-                  rules: UrlRules, max_outlinks: int = 0, encoding: str | None = None) -> Found:  # fmt: skip
+                  rules: UrlRules, max_outlinks: int = 0, encoding: str | None = None,
+                  resolved: dict[str, str] | None = None) -> Found:  # fmt: skip
     """Resolve ``hrefs`` (``(href, anchor)`` in document order) against the page's base (its
     ``<base href>``, else its URL) and keep those the URL rules let through; the rest are drops, a
     page's links past ``max_outlinks`` too. A query is written in the page's ``encoding``, as
@@ -89,6 +90,10 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
     white space, which the join strips): both are
     remembered in ``rules.links`` by (folder, link as written), so a link met again costs one
     lookup.
+
+    ``resolved``, when given, is filled with the links the browse conversion would resolve the
+    same way (:func:`tarantula.core.browse.link_absolute`), so that it need not: each ASCII href
+    that does not start with white space or ``#`` and has a normalized URL, with its absolute URL.
     """
     found = Found()
     base = page_base(page_url, base_href)  # a broken or non-http(s) <base href> is ignored
@@ -101,6 +106,7 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
     folder = resolver.folder if resolver.fast else base
     links, drops = found.links, found.drops
     for position, (href, anchor) in enumerate(hrefs):
+        written = href
         if not href.isascii():
             href = query_in_encoding(href, encoding)
         first = href[:1]
@@ -111,6 +117,9 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
             if len(memo) > LINKS_KEPT:
                 memo.clear()
         absolute, verdict = judged
+        # An ASCII href (``href is written``) is joined as the conversion joins it.
+        if resolved is not None and first > "#" and href is written and verdict and verdict.url:
+            resolved[href] = absolute
         if verdict is None:
             drops.append(("invalid", href))
         elif verdict.url is None or not verdict.listed:

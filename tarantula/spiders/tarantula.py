@@ -185,8 +185,10 @@ class TarantulaSpider(Spider):
                 self.traps.outcome(url, duplicate=False)
         links: list[tuple[str, str]] = []
         if page is not None:
+            if config.browsable and reading.accepted and response.url == url:
+                page.resolved = {}  # joined against the URL the conversion joins against
             async for request in self._follow(
-                response, page.base, page.links, reading.encoding, links
+                response, page.base, page.links, reading.encoding, links, page.resolved
             ):
                 yield request
         if not reading.accepted:
@@ -278,13 +280,15 @@ class TarantulaSpider(Spider):
                        unchanged=True)  # fmt: skip
 
     async def _follow(self, response: Response, base_href: str | None, hrefs: list[tuple[str, str]],
-                      encoding: str | None, listed: list[tuple[str, str]]) -> AsyncIterator[Request]:  # fmt: skip
+                      encoding: str | None, listed: list[tuple[str, str]],
+                      resolved: dict[str, str] | None = None) -> AsyncIterator[Request]:  # fmt: skip
         """Plan a page's links (:mod:`tarantula.core.links`): fill ``listed`` with its link lines
-        and yield a request for each new link worth fetching."""
+        (and ``resolved``, if given, see :func:`~tarantula.core.links.resolve_links`) and yield a
+        request for each new link worth fetching."""
         context = self.context
         self.crawler.stats.inc_value("tarantula/pages/parsed")
         found = resolve_links(response.url, base_href, hrefs, context.rules,
-                              context.config.max_outlinks, encoding)  # fmt: skip
+                              context.config.max_outlinks, encoding, resolved)  # fmt: skip
         robots = self.crawler.get_downloader_middleware(RobotsTxtMiddleware)
         if robots is not None:
             await robots.learn(link.url for link in found.links)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 from urllib.parse import quote, unquote, urljoin
 
@@ -32,6 +33,7 @@ from tarantula.core.browse import (
 from tarantula.core.config import CrawlConfig
 from tarantula.core.links import resolve_links
 from tarantula.core.mirror import mirror_relpath
+from tarantula.core.reader import read_html
 from tarantula.core.rules import UrlRules
 from tarantula.core.urls import UrlRejected, normalize_url
 
@@ -539,6 +541,47 @@ def test_a_link_with_a_fragment_resolves_as_without_the_memory(href, fragment, p
                                      found, {}, joins)(primed)  # fmt: skip
         alone = link_converter(page_url, "p.html", None, lambda url: (url, None), PageLinks())
         assert with_memory == alone(primed), primed
+
+
+@given(st.data(), st.sets(_url, min_size=1, max_size=10), _PAGE_URLS)
+def test_the_crawls_resolution_of_a_pages_links_converts_as_the_conversions_own(
+    data, stored_urls, page_urls
+):
+    """The spider resolves a page's links for the index, and the conversion takes those joins
+    instead of joining the links again (:attr:`HtmlReading.resolved`): the copy is the same."""
+    targets = st.sampled_from(sorted(stored_urls))
+    anchors = data.draw(
+        st.lists(st.one_of(_href, targets, targets.map(_root_relative)), max_size=8)
+    )
+    text = data.draw(_pages(sorted(stored_urls))) + "".join(
+        f'<a href="{escape(href)}">{n}</a>' for n, href in enumerate(anchors)
+    )
+    stored = {normalize_url(url): _mirror_path(url, "html") for url in stored_urls}
+    rules = UrlRules(CrawlConfig(path=Path("/c.conf"), starting_points=("http://ex.com/",)))
+    for page_url in page_urls:
+        args = (text.encode(), "html", "utf-8", page_url, _mirror_path(page_url, "html"),
+                locator(stored))  # fmt: skip
+        reading = read_html(text, refs=True)
+        alone = convert_document(*args, reading, prefetch=lambda urls: None)
+        resolved: dict[str, str] = {}
+        resolve_links(page_url, reading.base, reading.links, rules, resolved=resolved)
+        reading.resolved = resolved
+        assert convert_document(*args, reading, prefetch=lambda urls: None) == alone
+
+
+def test_a_link_the_crawl_resolved_is_not_resolved_again():
+    rules = UrlRules(CrawlConfig(path=Path("/c.conf"), starting_points=("http://ex.com/",)))
+    text = '<a href="a.html">a</a><a href="#top">top</a><a href="mailto:m">m</a> <a href=" b">b</a>'
+    reading = read_html(text, refs=True)
+    resolved: dict[str, str] = {}
+    resolve_links(PAGE_URL, reading.base, reading.links, rules, resolved=resolved)
+    # a fragment, a link that is no http(s) URL and one with white space are left to the page
+    assert resolved == {"a.html": "http://ex.com/docs/a.html"}
+    reading.resolved = {"a.html": "http://ex.com/about"}  # not what the link says: used as told
+    data, links = convert_document(text.encode(), "html", "utf-8", PAGE_URL, PAGE_PATH, locate,
+                                   reading)  # fmt: skip
+    assert data.decode().startswith('<a href="../about.html">a</a>')
+    assert links.local == {"http://ex.com/about"}
 
 
 def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
