@@ -777,22 +777,22 @@ class BrowseMirror:
         paths: dict[str, str] = {}
         asked = []
         for key, h in hashes.items():
-            if h not in known:
-                continue
+            # the regular are known: one look-up for most of the stored targets
             if h in regular and h not in irregular and (name := expected_name(key)) is not None:
                 paths[key] = name
-            else:
+            elif h in known:
                 asked.append(key)
         for key, path in self.documents.paths(asked).items():
             paths[key] = _browse_path(self.documents, key, path)
-        for key, h in hashes.items():
-            if (
-                key not in paths
-                and h in self._twins
-                and (original := self.documents.original(key))
-                and (twin := self.documents.path(original)) is not None
-            ):
-                paths[key] = _browse_path(self.documents, original, twin)
+        if self._twins:
+            for key, h in hashes.items():
+                if (
+                    key not in paths
+                    and h in self._twins
+                    and (original := self.documents.original(key))
+                    and (twin := self.documents.path(original)) is not None
+                ):
+                    paths[key] = _browse_path(self.documents, original, twin)
         self._hashed = hashes
         ahead: dict[str, list[int]] = {}
         if self._expecting and self._pairs < _EXPECTED_KEPT:
