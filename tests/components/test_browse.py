@@ -355,7 +355,7 @@ def test_past_the_pairs_kept_a_page_links_to_queued_urls_as_urls_until_they_arri
 def test_a_target_other_pages_expect_is_not_asked_for_again_and_its_failure_reaches_them_all(
     crawls: Crawls,
 ):
-    run = begin(crawls(browsable(crawls)), interval=3600)
+    run = begin(crawls(browsable(crawls)), interval=3600)  # no scan before the end
     mirror = run.browse.mirror  # type: ignore[union-attr]
     frontier = mirror.frontier
     asked: list[int] = []
@@ -366,18 +366,46 @@ def test_a_target_other_pages_expect_is_not_asked_for_again_and_its_failure_reac
 
     mirror.frontier = asking
     x = "http://a.test/x.html"
-    run.queue(A, B, x)
+    run.queue(A, x, B)
     run.fetch(A, HOME)  # expects b.html
     assert url_hash(B) in asked
-    run.fail(B)  # a 404 no scan has seen yet
     asked.clear()
     run.fetch(x, b'<a href="/b.html">B</a>')  # b.html is expected already: written ahead too
     assert url_hash(B) not in asked
     run.commit()
     assert run.page("a.test/x.html") == '<a href="b.html">B</a>'
-    run.end()  # the scan at the end finds B done without a copy: both pages link to its URL
+    run.fail(B)  # a 404: both pages are marked as it is told, and written again
+    assert mirror.update() == 2
+    run.commit()
     assert run.page("a.test/x.html") == '<a href="http://a.test/b.html">B</a>'
     assert '<a href="http://a.test/b.html">' in run.page("a.test/index.html")
+    run.end()
+    assert run.crawl.stat("tarantula/browse/updated") == 2
+
+
+def test_a_url_done_without_a_copy_is_linked_as_a_url_at_once(
+    crawls: Crawls, monkeypatch: pytest.MonkeyPatch
+):
+    """The frontier tells the browsable copy of a URL done without its copy (here a 404) as it
+    is acknowledged: a page converted after it links to its URL the first time, and a page that
+    linked to it ahead is written again without waiting for the next scan (with a page
+    requisite that fails, every page converted until that scan would otherwise be written
+    twice)."""
+    converted = count_conversions(monkeypatch)
+    run = begin(crawls(browsable(crawls)), interval=3600)  # no scan before the end
+    mirror = run.browse.mirror  # type: ignore[union-attr]
+    x = "http://a.test/x.html"
+    run.queue(A, B, x)
+    run.fetch(A, HOME)  # expects b.html
+    run.fail(B)
+    run.fetch(x, b'<a href="/b.html">B</a>')
+    run.commit()
+    assert run.page("a.test/x.html") == '<a href="http://a.test/b.html">B</a>'
+    assert mirror.update() == 1  # the home page, marked by the 404
+    run.commit()
+    assert '<a href="http://a.test/b.html">' in run.page("a.test/index.html")
+    run.end()
+    assert converted == {A: 2, x: 1}
 
 
 def test_a_link_leads_to_where_its_target_was_stored_last(crawls: Crawls):

@@ -466,6 +466,16 @@ class BrowseMirror:
             if page not in self._expects and page not in self._dirty:
                 self._release(page)
 
+    def left(self, entry: int) -> None:
+        """The frontier entry ``entry`` is done without its copy where its URL says (a failure,
+        a duplicate, a redirect): the pages that expect it are marked now, and pages converted
+        from now on link to its URL. The scan (:meth:`_scan_expected`) finds what this is not
+        told."""
+        if (pages := self._expected.get(entry)) is not None:
+            pages = set(pages)
+            self._forget(entry)
+            self._mark(pages)
+
     def update_if_due(self) -> None:
         """Write again the marked pages that expect nothing more, if an update is due."""
         now = self.clock()

@@ -128,9 +128,11 @@ class SqliteBackend:
                                 commit=store.commit if store is not None else lambda: None,
                                 interval=interval, share=share, count=count,
                                 background=store is not None)  # fmt: skip
-        return BrowseMirror(store.db, root, normalize, documents=DatabaseDocuments(store.db),
-                            interval=interval, share=share, slice_time=slice_time,
-                            frontier=store.frontier.queued_among, count=count)  # fmt: skip
+        mirror = BrowseMirror(store.db, root, normalize, documents=DatabaseDocuments(store.db),
+                              interval=interval, share=share, slice_time=slice_time,
+                              frontier=store.frontier.queued_among, count=count)  # fmt: skip
+        store.frontier.on_left = mirror.left
+        return mirror
 
     def folder_documents(self, root: Path) -> list[StoredDocument] | str:
         from tarantula.store.sqlite.facts import folder_documents

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 
 from tarantula.core.frontier import (
     QUEUED,
@@ -16,6 +17,11 @@ from tarantula.core.frontier import (
     url_hash,
 )
 from tarantula.store.sqlite.database import StateDB, in_parts
+
+#: The outcomes of a URL whose copy is kept: its document stored, a page requisite stored
+#: (where the mirror tells the browsable copy), a copy unchanged in a recrawl. Any other leaves
+#: no copy where the URL says (a failure, a duplicate, a redirect's source, a limit).
+KEPT = frozenset({"stored", "requisite", "unchanged"})
 
 
 class SqliteFrontier:
@@ -35,6 +41,10 @@ class SqliteFrontier:
         self._busy: set[str] = set()
         self._held: set[str] = set()  # hosts none of whose URLs is handed out (being given away)
         self._dropped = 0  # queued URLs given up with their host
+        #: Told the url_hash of each URL done without its copy where its URL says (see
+        #: :data:`KEPT`), when set: the browsable copy writes again, at once, the pages that
+        #: linked to it ahead (:meth:`tarantula.store.folder.BrowseMirror.left`).
+        self.on_left: Callable[[int], None] | None = None
         row = db.execute("SELECT value FROM counters WHERE name = 'arrival'").fetchone()
         self._arrival = self._saved_arrival = row[0] if row else 0
         db.on_commit(before=self._save_arrival)
@@ -275,11 +285,14 @@ class SqliteFrontier:
         return self.has_pending()
 
     def ack(self, url: str, outcome: str) -> None:
+        h = url_hash(url)
         self.db.execute(
             "UPDATE urls SET state = 2, outcome = ?, done = ? WHERE hash = ?",
-            (outcome, time.time(), url_hash(url)),
+            (outcome, time.time(), h),
         )
         self.db.changed()
+        if self.on_left is not None and outcome not in KEPT:
+            self.on_left(h)
 
     def take_dropped(self) -> int:
         dropped, self._dropped = self._dropped, 0
