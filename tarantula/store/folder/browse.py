@@ -471,10 +471,8 @@ class BrowseMirror:
         a duplicate, a redirect): the pages that expect it are marked now, and pages converted
         from now on link to its URL. The scan (:meth:`_scan_expected`) finds what this is not
         told."""
-        if (pages := self._expected.get(entry)) is not None:
-            pages = set(pages)
-            self._forget(entry)
-            self._mark(pages)
+        if entry in self._expected:
+            self._mark_expecting([entry])
 
     def update_if_due(self) -> None:
         """Write again the marked pages that expect nothing more, if an update is due."""
@@ -489,8 +487,13 @@ class BrowseMirror:
         """Mark the pages that expect a target whose URL is done without its copy where they
         expect it (a failure, a duplicate, a redirect: the crawl left it for good)."""
         queued = self._in_queue(list(self._expected))
+        self._mark_expecting([entry for entry in self._expected if entry not in queued])
+
+    def _mark_expecting(self, entries: list[int]) -> None:
+        """Mark the pages that expect any of ``entries`` (expected frontier entries done without
+        their copy), which no page expects any more."""
         pages: set[int] = set()
-        for entry in [entry for entry in self._expected if entry not in queued]:
+        for entry in entries:
             pages |= self._expected[entry]
             self._forget(entry)
         if pages:
@@ -822,8 +825,8 @@ class BrowseMirror:
     def _in_frontier(self, keys: list[str]) -> dict[str, list[int]]:
         """Of ``keys``, those the crawl has queued or leased, with their frontier entries (a
         document's, a requisite's). An entry other pages expect already is taken as queued
-        without asking: one done since without a copy is found by the next scan, which marks
-        every page that expects it (see _scan_expected)."""
+        without asking: one done since without a copy is no longer expected (:meth:`left`, and
+        the next scan for what that is not told: see _scan_expected)."""
         entries: dict[int, str] = {}
         ahead: dict[str, list[int]] = {}
         hashed, expected = self._hashed, self._expected

@@ -16,12 +16,13 @@ from tarantula.core.frontier import (
     host_of,
     url_hash,
 )
+from tarantula.core.report import KEPT
 from tarantula.store.sqlite.database import StateDB, in_parts
 
-#: The outcomes of a URL whose copy is kept: its document stored, a page requisite stored
-#: (where the mirror tells the browsable copy), a copy unchanged in a recrawl. Any other leaves
-#: no copy where the URL says (a failure, a duplicate, a redirect's source, a limit).
-KEPT = frozenset({"stored", "requisite", "unchanged"})
+#: The outcomes of a URL whose copy is kept: its document's (:data:`~tarantula.core.report.KEPT`)
+#: and a page requisite stored (where the mirror tells the browsable copy). Any other leaves no
+#: copy where the URL says (a failure, a duplicate, a redirect's source, a limit).
+COPY_KEPT = KEPT | {"requisite"}
 
 
 class SqliteFrontier:
@@ -42,7 +43,7 @@ class SqliteFrontier:
         self._held: set[str] = set()  # hosts none of whose URLs is handed out (being given away)
         self._dropped = 0  # queued URLs given up with their host
         #: Told the url_hash of each URL done without its copy where its URL says (see
-        #: :data:`KEPT`), when set: the browsable copy writes again, at once, the pages that
+        #: :data:`COPY_KEPT`), when set: the browsable copy writes again, at once, the pages that
         #: linked to it ahead (:meth:`tarantula.store.folder.BrowseMirror.left`).
         self.on_left: Callable[[int], None] | None = None
         row = db.execute("SELECT value FROM counters WHERE name = 'arrival'").fetchone()
@@ -291,7 +292,7 @@ class SqliteFrontier:
             (outcome, time.time(), h),
         )
         self.db.changed()
-        if self.on_left is not None and outcome not in KEPT:
+        if self.on_left is not None and outcome not in COPY_KEPT:
             self.on_left(h)
 
     def take_dropped(self) -> int:
