@@ -130,23 +130,40 @@ def relative_link(page_path: str, target_path: str) -> str:
 
 
 def _relative_from(folder: str, target_path: str) -> str:
-    """:func:`relative_link` from a page in ``folder`` (its mirror path's folder, "" at the top).
-    The folders the two paths share are the longest ancestor of ``folder`` (itself included)
-    that ``target_path`` starts with, segment for segment: found by string operations, as pages
-    link to targets in many folders (the pairs are too many to remember)."""
-    if _empty_segment(folder) or _empty_segment(target_path):
-        return _relative_by_segments(folder, target_path)
-    ups = 0
+    """:func:`relative_link` from a page in ``folder`` (its mirror path's folder, "" at the top)."""
+    return _relative_to(folder)(target_path)
+
+
+def _relative_to(folder: str) -> Callable[[str], str]:
+    """:func:`_relative_from` for the pages in ``folder``. The folders a target's path shares
+    with it are its longest ancestor (itself included) that the path starts with, segment for
+    segment: found by string operations on the ancestors listed once, as pages link to targets
+    in many folders (the pairs are too many to remember)."""
+    if _empty_segment(folder):
+        return lambda target_path: _relative_by_segments(folder, target_path)
+    ancestors: list[tuple[str, int]] = []  # (ancestor with its "/", folders up to it)
     shared = folder
-    while shared and not target_path.startswith(shared + "/"):
+    while shared:
+        ancestors.append((shared + "/", len(ancestors)))
         shared = shared.rpartition("/")[0]
-        ups += 1
-    rest = target_path[len(shared) + 1 :] if shared else target_path
-    if not _AS_IS_PATH.fullmatch(rest):  # most paths have no segment to quote
-        rest = "/".join(_quoted_segments(rest.split("/")))
-    if ups:
-        return "../" * ups + rest
-    return "./" + rest if ":" in rest.partition("/")[0] else rest
+    top = len(ancestors)
+
+    def relative(target_path: str) -> str:
+        if target_path[:1] == "/" or target_path[-1:] == "/" or "//" in target_path:
+            return _relative_by_segments(folder, target_path)
+        for prefix, up in ancestors:
+            if target_path.startswith(prefix):
+                rest, ups = target_path[len(prefix) :], up
+                break
+        else:
+            rest, ups = target_path, top
+        if not _AS_IS_PATH.fullmatch(rest):  # most paths have no segment to quote
+            rest = "/".join(_quoted_segments(rest.split("/")))
+        if ups:
+            return "../" * ups + rest
+        return "./" + rest if ":" in rest.partition("/")[0] else rest
+
+    return relative
 
 
 def _empty_segment(path: str) -> bool:
@@ -421,6 +438,9 @@ def map_refresh(content: str, convert: Convert) -> str:
 #: keeps (:data:`~tarantula.core.links.LINKS_KEPT`), cleared when full; a link longer than 512
 #: characters, such as a ``data:`` URL, is not kept.
 Joins = dict[tuple[str, str], "str | None"]
+#: Told a document's targets (absolute URLs without fragment) before its conversion, with the
+#: normalized URLs the crawl found for some of them (see :func:`convert_document`).
+Prefetch = Callable[[list[str], dict[str, str]], None]
 # A relative path that resolution joins to the base's folder as it is (after ../ at its start),
 # and a fragment it leaves as it is: the join of the two is the path's with the fragment added.
 _PLAIN_PATH = re.compile(r"(?:\.\./)*+[\w-][\w.-]*+(?:/[\w-][\w.-]*+)*+/?", re.ASCII)
@@ -523,7 +543,7 @@ def _converter(page_path: str, locate: Locate, found: PageLinks,
     """:func:`link_converter`'s :data:`Convert`, from the page's :func:`link_absolute`."""
     cache: dict[str, tuple[str | None, str | None]] = {}
     relative: dict[str, str] = {}
-    folder = page_path.rpartition("/")[0]
+    relative_to = _relative_to(page_path.rpartition("/")[0])
 
     def convert(link: str) -> str | None:
         absolute = absolute_of(link)
@@ -537,7 +557,7 @@ def _converter(page_path: str, locate: Locate, found: PageLinks,
         if path is not None and key is not None:
             found.local.add(key)
             if (written := relative.get(path)) is None:
-                written = relative[path] = _relative_from(folder, path)
+                written = relative[path] = relative_to(path)
             return written + hash_mark + fragment
         if key is not None:
             found.absolute.add(key)
@@ -569,15 +589,16 @@ def decode_page(body: bytes, codec: str | None) -> tuple[str, str]:
 
 def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, page_path: str,
                      locate: Locate, reading: HtmlReading | None = None,
-                     prefetch: Callable[[list[str]], None] | None = None,
+                     prefetch: Prefetch | None = None,
                      joins: Joins | None = None) -> tuple[bytes, PageLinks]:  # fmt: skip
     """The browse copy of an HTML page or a CSS file (``kind``) stored at ``page_path`` for
     ``page_url``, decoded with ``codec`` (a Python codec name; None: UTF-8), and what it links
     to. A page without links to change is returned as it came. ``reading`` is the page's
     reading made when it was fetched, used when it is of the very text decoded here (else the
     page is read again). ``prefetch``, when given, is first told every absolute URL (without
-    fragment) the document links to, so that ``locate`` can answer them from what it looked up
-    for them together. ``joins`` is :func:`link_converter`'s, across pages."""
+    fragment) the document links to, with the normalized URLs the crawl found for them, so that
+    ``locate`` can answer them from what it looked up for them together. ``joins`` is
+    :func:`link_converter`'s, across pages."""
     found = PageLinks()
     text, codec_used = decode_page(body, codec)
     base = None
@@ -589,7 +610,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         found.reading = page
         base = page.base  # it applies to the links before it too
         resolved = page.resolved
-    absolute_of = link_absolute(page_url, base, {}, joins, resolved)
+    absolute_of = link_absolute(page_url, base, {}, joins, resolved.joins if resolved else None)
     if prefetch is not None:
         targets: dict[str, None] = {}
 
@@ -599,9 +620,13 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
 
         if refs is None:
             map_css(text, collect)
-        else:
-            map_refs(text, refs, collect, False)
-        prefetch(list(targets))
+        else:  # most links are a plain attribute's: noted at once
+            for ref in refs:
+                if ref.kind == "url":
+                    collect(ref.value)
+                elif ref.kind != "base":
+                    map_refs(text, (ref,), collect, False)
+        prefetch(list(targets), resolved.keys if resolved else {})
     convert = _converter(page_path, locate, found, absolute_of)  # the links resolved once
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)
     if converted == text:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
+from tarantula.core.reader import Resolved
 from tarantula.core.rules import RULE_HELP, UrlRules, Verdict
 from tarantula.core.scope import origin
 from tarantula.core.urls import LinkResolver, UrlRejected, file_name, page_base, query_in_encoding
@@ -79,7 +80,7 @@ class LinkPlan:
 
 def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[str, str]],
                   rules: UrlRules, max_outlinks: int = 0, encoding: str | None = None,
-                  resolved: dict[str, str] | None = None) -> Found:  # fmt: skip
+                  resolved: Resolved | None = None) -> Found:  # fmt: skip
     """Resolve ``hrefs`` (``(href, anchor)`` in document order) against the page's base (its
     ``<base href>``, else its URL) and keep those the URL rules let through; the rest are drops, a
     page's links past ``max_outlinks`` too. A query is written in the page's ``encoding``, as
@@ -93,7 +94,8 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
 
     ``resolved``, when given, is filled with the links the browse conversion would resolve the
     same way (:func:`tarantula.core.browse.link_absolute`), so that it need not: each ASCII href
-    that does not start with white space or ``#`` and has a normalized URL, with its absolute URL.
+    that does not start with white space or ``#`` and has a normalized URL, with its absolute URL
+    (``joins``), and that URL without its fragment with its normalized URL (``keys``).
     """
     found = Found()
     base = page_base(page_url, base_href)  # a broken or non-http(s) <base href> is ignored
@@ -119,7 +121,8 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
         absolute, verdict = judged
         # An ASCII href (``href is written``) is joined as the conversion joins it.
         if resolved is not None and first > "#" and href is written and verdict and verdict.url:
-            resolved[href] = absolute
+            resolved.joins[href] = absolute
+            resolved.keys[absolute.partition("#")[0] if "#" in absolute else absolute] = verdict.url
         if verdict is None:
             drops.append(("invalid", href))
         elif verdict.url is None or not verdict.listed:

@@ -142,9 +142,18 @@ class HtmlReading:
     base: str | None = None  # the first <base href>, as written (references decoded)
     links: list[tuple[str, str]] = field(default_factory=list)  # (href as written, anchor text)
     refs: list[Ref] | None = None  # with refs: every place holding a URL, in document order
-    # The links as the crawl resolved them (an href as written: its absolute URL), filled in by
-    # the spider for the browse conversion, which then does not resolve them again.
-    resolved: dict[str, str] | None = None
+    # The links as the crawl resolved them, filled in by the spider for the browse conversion,
+    # which then does not resolve or normalize them again.
+    resolved: Resolved | None = None
+
+
+@dataclass
+class Resolved:
+    """Links of a page as the crawl resolved them (see
+    :func:`tarantula.core.links.resolve_links`)."""
+
+    joins: dict[str, str] = field(default_factory=dict)  # href as written: its absolute URL
+    keys: dict[str, str] = field(default_factory=dict)  # that URL, no fragment: its normalized URL
 
 
 #: An attribute as read: its value's span (with its quotes), its value (references decoded),

@@ -28,7 +28,7 @@ from tarantula.core.document import codec_for_label
 from tarantula.core.index import parse_index
 from tarantula.core.links import plan_links, resolve_links
 from tarantula.core.mirror import copy_relpath
-from tarantula.core.reader import read_html
+from tarantula.core.reader import Resolved, read_html
 from tarantula.core.requisites import MARK as REQUISITE
 from tarantula.core.simhash import fingerprint
 from tarantula.core.state import NOT_DUE
@@ -186,7 +186,7 @@ class TarantulaSpider(Spider):
         links: list[tuple[str, str]] = []
         if page is not None:
             if config.browsable and reading.accepted and response.url == url:
-                page.resolved = {}  # joined against the URL the conversion joins against
+                page.resolved = Resolved()  # joined against the URL the conversion joins against
             async for request in self._follow(
                 response, page.base, page.links, reading.encoding, links, page.resolved
             ):
@@ -281,7 +281,7 @@ class TarantulaSpider(Spider):
 
     async def _follow(self, response: Response, base_href: str | None, hrefs: list[tuple[str, str]],
                       encoding: str | None, listed: list[tuple[str, str]],
-                      resolved: dict[str, str] | None = None) -> AsyncIterator[Request]:  # fmt: skip
+                      resolved: Resolved | None = None) -> AsyncIterator[Request]:  # fmt: skip
         """Plan a page's links (:mod:`tarantula.core.links`): fill ``listed`` with its link lines
         (and ``resolved``, if given, see :func:`~tarantula.core.links.resolve_links`) and yield a
         request for each new link worth fetching."""

@@ -33,7 +33,7 @@ from tarantula.core.browse import (
 from tarantula.core.config import CrawlConfig
 from tarantula.core.links import resolve_links
 from tarantula.core.mirror import mirror_relpath
-from tarantula.core.reader import read_html
+from tarantula.core.reader import Resolved, read_html
 from tarantula.core.rules import UrlRules
 from tarantula.core.urls import UrlRejected, normalize_url
 
@@ -522,8 +522,8 @@ def test_links_remembered_across_pages_convert_as_each_page_alone(data, stored_u
     joins: Joins = {}
     for page_url in page_urls:
         args = (html, "html", "utf-8", page_url, _mirror_path(page_url, "html"), find)
-        alone = convert_document(*args, prefetch=lambda urls: None)
-        assert convert_document(*args, prefetch=lambda urls: None, joins=joins) == alone
+        alone = convert_document(*args, prefetch=lambda urls, keys: None)
+        assert convert_document(*args, prefetch=lambda urls, keys: None, joins=joins) == alone
 
 
 @given(st.one_of(_href, st.from_regex(r"(\.\./|\./)*[\w.;:/-]{0,12}", fullmatch=True)),
@@ -558,30 +558,50 @@ def test_the_crawls_resolution_of_a_pages_links_converts_as_the_conversions_own(
     )
     stored = {normalize_url(url): _mirror_path(url, "html") for url in stored_urls}
     rules = UrlRules(CrawlConfig(path=Path("/c.conf"), starting_points=("http://ex.com/",)))
+    told: dict[str, str] = {}
     for page_url in page_urls:
         args = (text.encode(), "html", "utf-8", page_url, _mirror_path(page_url, "html"),
                 locator(stored))  # fmt: skip
         reading = read_html(text, refs=True)
-        alone = convert_document(*args, reading, prefetch=lambda urls: None)
-        resolved: dict[str, str] = {}
+        alone = convert_document(*args, reading, prefetch=lambda urls, keys: None)
+        resolved = Resolved()
         resolve_links(page_url, reading.base, reading.links, rules, resolved=resolved)
         reading.resolved = resolved
-        assert convert_document(*args, reading, prefetch=lambda urls: None) == alone
+        told.clear()
+        assert (
+            convert_document(*args, reading, prefetch=lambda urls, keys: told.update(keys)) == alone
+        )
+        # the normalized URLs handed over are the conversion's keys of those targets
+        assert told == {url: normalize_url(url) for url in told}
 
 
 def test_a_link_the_crawl_resolved_is_not_resolved_again():
     rules = UrlRules(CrawlConfig(path=Path("/c.conf"), starting_points=("http://ex.com/",)))
     text = '<a href="a.html">a</a><a href="#top">top</a><a href="mailto:m">m</a> <a href=" b">b</a>'
     reading = read_html(text, refs=True)
-    resolved: dict[str, str] = {}
+    resolved = Resolved()
     resolve_links(PAGE_URL, reading.base, reading.links, rules, resolved=resolved)
     # a fragment, a link that is no http(s) URL and one with white space are left to the page
-    assert resolved == {"a.html": "http://ex.com/docs/a.html"}
-    reading.resolved = {"a.html": "http://ex.com/about"}  # not what the link says: used as told
+    assert resolved.joins == {"a.html": "http://ex.com/docs/a.html"}
+    assert resolved.keys == {"http://ex.com/docs/a.html": "http://ex.com/docs/a.html"}
+    # not what the link says: used as told
+    reading.resolved = Resolved({"a.html": "http://ex.com/about"}, {"http://ex.com/about": "K"})
+    told: list[tuple[list[str], dict[str, str]]] = []
     data, links = convert_document(text.encode(), "html", "utf-8", PAGE_URL, PAGE_PATH, locate,
-                                   reading)  # fmt: skip
+                                   reading, lambda urls, keys: told.append((urls, keys)))  # fmt: skip
     assert data.decode().startswith('<a href="../about.html">a</a>')
     assert links.local == {"http://ex.com/about"}
+    assert told == [(["http://ex.com/about", "http://ex.com/docs/b"], {"http://ex.com/about": "K"})]
+
+
+def test_the_crawl_hands_over_a_links_normalized_url_without_its_fragment():
+    rules = UrlRules(CrawlConfig(path=Path("/c.conf"), starting_points=("http://ex.com/",)))
+    resolved = Resolved()
+    hrefs = [("b.html#part", ""), ("HTTP://EX.COM:80/docs/b.html", ""), ("?q=1", "")]
+    resolve_links(PAGE_URL, None, hrefs, rules, resolved=resolved)
+    assert resolved.keys == {"http://ex.com/docs/b.html": "http://ex.com/docs/b.html",
+                             "http://EX.COM:80/docs/b.html": "http://ex.com/docs/b.html",
+                             "http://ex.com/docs/page.html?q=1": "http://ex.com/docs/page.html?q=1"}  # fmt: skip
 
 
 def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
@@ -592,7 +612,7 @@ def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
     for page_url in ("http://ex.com/a/x.html", "http://ex.com/a/y.html", "http://ex.com/b/"):
         path = _mirror_path(page_url, "html")
         convert_document(page, "html", "utf-8", page_url, path, stored,
-                         prefetch=lambda urls: None, joins=joins)  # fmt: skip
+                         prefetch=lambda urls, keys: None, joins=joins)  # fmt: skip
     assert joins == {("http://ex.com/a/", "c.html"): "http://ex.com/a/c.html",
                      ("http://ex.com/b/", "c.html"): "http://ex.com/b/c.html"}  # fmt: skip
 

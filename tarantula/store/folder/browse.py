@@ -761,10 +761,11 @@ class BrowseMirror:
             self._held -= _reading_size(reading)
         return reading
 
-    def _prefetch(self, urls: list[str]) -> None:
+    def _prefetch(self, urls: list[str], normalized: dict[str, str]) -> None:
         """Look up together what :meth:`_locate` answers for ``urls`` (a document's targets):
-        their keys, the paths of the stored ones (and of the twins of exact duplicates), and,
-        while links are written ahead, which of the others the crawl has queued or leased."""
+        their keys (from ``normalized``, the crawl's, where it has them), the paths of the stored
+        ones (and of the twins of exact duplicates), and, while links are written ahead, which
+        of the others the crawl has queued or leased."""
         found: dict[str, tuple[str | None, str | None]] = {}
         keys: dict[str, str] = {}
         hashes: dict[str, int] = {}
@@ -774,7 +775,7 @@ class BrowseMirror:
                 keyed_url = keyed[url]
             else:
                 try:
-                    key = self.normalize(url)
+                    key = normalized.get(url) or self.normalize(url)
                     keyed_url = (key, url_hash(key))
                 except UrlRejected:
                     keyed_url = None
