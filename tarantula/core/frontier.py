@@ -24,6 +24,7 @@ needed for the links that were seen already, which are most of them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import struct
@@ -38,8 +39,11 @@ from tarantula.core.scope import origin
 QUEUED, LEASED, DONE = 0, 1, 2
 
 
+@functools.lru_cache(maxsize=16384)
 def url_hash(url: str) -> int:
-    """A stable signed 64-bit hash of a URL (SQLite's INTEGER range)."""
+    """A stable signed 64-bit hash of a URL (SQLite's INTEGER range). Remembered for the last
+    URLs: a page's links are asked of the frontier, and its targets of the browsable copy, as
+    the next pages' are (a hash costs ten times a look-up)."""
     return int.from_bytes(
         hashlib.blake2b(url.encode("utf-8"), digest_size=8).digest(), "big", signed=True
     )
