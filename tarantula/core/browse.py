@@ -620,12 +620,8 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
 
         if refs is None:
             map_css(text, collect)
-        else:  # most links are a plain attribute's: noted at once
-            for ref in refs:
-                if ref.kind == "url":
-                    collect(ref.value)
-                elif ref.kind != "base":
-                    map_refs(text, (ref,), collect, False)
+        else:
+            map_refs(text, refs, collect, False)
         prefetch(list(targets), resolved.keys if resolved else {})
     convert = _converter(page_path, locate, found, absolute_of)  # the links resolved once
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)

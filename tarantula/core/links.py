@@ -122,7 +122,7 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
         # An ASCII href (``href is written``) is joined as the conversion joins it.
         if resolved is not None and first > "#" and href is written and verdict and verdict.url:
             resolved.joins[href] = absolute
-            resolved.keys[absolute.partition("#")[0] if "#" in absolute else absolute] = verdict.url
+            resolved.keys[absolute.partition("#")[0]] = verdict.url
         if verdict is None:
             drops.append(("invalid", href))
         elif verdict.url is None or not verdict.listed:

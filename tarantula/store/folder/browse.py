@@ -56,7 +56,6 @@ from tarantula.core.filters import HTML_EXTENSIONS, extension
 from tarantula.core.folderlock import folder_lock
 from tarantula.core.frontier import HashSet, url_hash
 from tarantula.core.layout import BROWSE_LOCK_NAME, BROWSE_NAME, BROWSE_STATE_NAME, STATE_FOLDER
-from tarantula.core.links import LINKS_KEPT
 from tarantula.core.mirror import UnsafePath, copy_name, store_path, write_atomic, write_new
 from tarantula.core.reader import HtmlReading, Ref
 from tarantula.core.requisites import Requisite, entry_url
@@ -382,9 +381,6 @@ class BrowseMirror:
         self._ahead: dict[str, list[int]] = {}
         self._joins: Joins = {}  # links resolved across pages (see link_converter)
         self._hashed: dict[str, int] = {}  # url_hash of one conversion's targets (_prefetch)
-        # Targets met across conversions (pages repeat theirs): absolute URL -> key and url_hash
-        # (None: no key), as many as the spider's link resolution keeps, cleared when full.
-        self._keyed: dict[str, tuple[str, int] | None] = {}
         # The readings of pages that wrote links ahead, while they expect targets (see _hold): a
         # page converted again is not read again.
         self._readings: dict[int, HtmlReading] = {}
@@ -769,24 +765,14 @@ class BrowseMirror:
         found: dict[str, tuple[str | None, str | None]] = {}
         keys: dict[str, str] = {}
         hashes: dict[str, int] = {}
-        keyed = self._keyed
-        for url in urls:
-            if url in keyed:
-                keyed_url = keyed[url]
-            else:
-                try:
-                    key = normalized.get(url) or self.normalize(url)
-                    keyed_url = (key, url_hash(key))
-                except UrlRejected:
-                    keyed_url = None
-                if len(keyed) >= LINKS_KEPT:
-                    keyed.clear()
-                keyed[url] = keyed_url
-            if keyed_url is None:
+        for url in urls:  # normalization and url_hash remember the URLs pages repeat
+            try:
+                key = normalized.get(url) or self.normalize(url)
+            except UrlRejected:
                 found[url] = (None, None)
-            else:
-                keys[url] = keyed_url[0]
-                hashes[keyed_url[0]] = keyed_url[1]
+                continue
+            keys[url] = key
+            hashes[key] = url_hash(key)
         known, regular, irregular = self._known, self._regular, self._irregular
         paths: dict[str, str] = {}
         asked = []
