@@ -621,7 +621,12 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         if refs is None:
             map_css(text, collect)
         else:
-            map_refs(text, refs, collect, False)
+            for ref in refs:  # most are plain links: no call of map_refs' for each
+                if ref.kind == "url":
+                    if (absolute := absolute_of(ref.value)) is not None:
+                        targets[absolute.partition("#")[0]] = None
+                elif ref.kind != "base":
+                    map_refs(text, (ref,), collect, False)
         prefetch(list(targets), resolved.keys if resolved else {})
     convert = _converter(page_path, locate, found, absolute_of)  # the links resolved once
     converted = map_css(text, convert) if refs is None else map_refs(text, refs, convert, True)

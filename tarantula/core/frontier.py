@@ -36,6 +36,16 @@ from typing import Protocol
 
 from tarantula.core.scope import origin
 
+try:  # the binary search in C (_hashset.c), where it was built
+    from tarantula.core._hashset import in_sorted
+except ImportError:  # pragma: no cover - built wherever a compiler is found
+
+    def in_sorted(values: array[int], value: int, /) -> bool:
+        """Whether the sorted ``values`` hold ``value``."""
+        i = bisect_left(values, value)
+        return i < len(values) and values[i] == value
+
+
 QUEUED, LEASED, DONE = 0, 1, 2
 
 
@@ -95,10 +105,7 @@ class HashSet:
         return len(self._sorted) + len(self._recent)
 
     def __contains__(self, value: int) -> bool:
-        if value in self._recent:
-            return True
-        i = bisect_left(self._sorted, value)
-        return i < len(self._sorted) and self._sorted[i] == value
+        return value in self._recent or in_sorted(self._sorted, value)
 
     def add(self, value: int) -> None:
         if value in self:

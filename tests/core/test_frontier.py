@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from array import array
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tarantula.core.frontier import dfs_key, dfs_path
+from tarantula.core.frontier import HashSet, dfs_key, dfs_path
 from tarantula.store.sqlite import SqliteStore, last_run_at
 from tests.helpers.graphs import GRAPH, bfs, recursive_dfs
 
@@ -92,3 +95,33 @@ def test_period_counts_from_the_crawl_start_across_resumes(tmp_path):
     assert (last.kind, last.started, last.crawl_started, last.complete) == ("resume", 1000, 0, True)
     run(5000)  # a recrawl is a new crawl
     assert last_run_at(tmp_path).crawl_started == 5000
+
+
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@given(st.lists(_INT64, max_size=60), st.lists(_INT64, max_size=60), st.integers(1, 8))
+def test_a_hash_set_holds_what_a_set_holds(first, later, merge_every):
+    # Sorted part, recent additions and their merges, with the C binary search (_hashset.c).
+    s, plain = HashSet(first, merge_every=merge_every), set(first)
+    for value in later:
+        s.add(value)
+        plain.add(value)
+    probes = [*first, *later, -(2**63), 2**63 - 1, 0, *(v + 1 for v in later if v < 2**63 - 1)]
+    assert [v in s for v in probes] == [v in plain for v in probes]
+    assert len(s) == len(plain)
+
+
+def test_the_hash_sets_binary_search_is_built():
+    # setup.py builds it where a compiler is found, as on every machine the suite runs on; a
+    # missing build would leave the sets on bisect (the same answers, slower).
+    from tarantula.core import _hashset
+
+    values = array("q", [-5, 3, 9])
+    held = [v for v in (-6, -5, 0, 3, 8, 9, 10) if _hashset.in_sorted(values, v)]
+    assert held == [-5, 3, 9]
+    assert not _hashset.in_sorted(array("q"), 0)
+    with pytest.raises(TypeError, match="array"):
+        _hashset.in_sorted(array("i", [1]), 1)
+    with pytest.raises(OverflowError):
+        _hashset.in_sorted(values, 2**63)
