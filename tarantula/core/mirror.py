@@ -422,11 +422,12 @@ def write_atomic(path: Path, data: bytes, *, sync: bool = True) -> None:
     temporary = folder / f"{_TEMPORARY_PREFIX}{path.name[:64]}.{secrets.token_hex(8)}.tmp"
     fd = _create(temporary)
     try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            stream.flush()
+        try:
+            _write_all(fd, data)
             if sync:
-                os.fsync(stream.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(temporary, path)
     except IsADirectoryError as exc:
         os.unlink(temporary)
@@ -457,13 +458,22 @@ def write_new(path: Path, data: bytes) -> bool:
     except FileExistsError:
         return False
     try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
         raise
     return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to the file open at ``fd`` (a file object's buffer would only copy it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _create(path: Path) -> int:
