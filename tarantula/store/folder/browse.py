@@ -362,6 +362,9 @@ class BrowseMirror:
         # hash is not in it is not stored, and costs no look-up), filled by open().
         self._known = HashSet()
         self._twins = HashSet()  # URL hashes of the URLs kept as exact duplicates
+        # URL hashes that may have a row in browse_copies (a filter, filled by open(): a hash
+        # not in it has none, and costs no look-up; None: not known, so every one is looked up).
+        self._copied: HashSet | None = None
         # URL hashes of the documents stored by this run whose copy is where their URL says
         # (expected_name), so their path costs no look-up; those stored again elsewhere since
         # are in _irregular. A document a recrawl removes keeps its links until the run's end,
@@ -402,6 +405,7 @@ class BrowseMirror:
             for table in _TABLES:
                 self.db.execute(f"DELETE FROM {table}")
         self._known = HashSet(url_hash(url) for url, _, _ in self.documents.listing())
+        self._copied = HashSet(h for (h,) in self.db.execute("SELECT hash FROM browse_copies"))
         self._twins = HashSet()
         self._dirty = {page for (page,) in self.db.execute("SELECT page FROM browse_dirty")}
         self._expect_again()
@@ -660,6 +664,8 @@ class BrowseMirror:
 
     def _copy_row(self, h: int) -> _CopyRow | None:
         """What the browse copy of the document of URL hash ``h`` was made from, if it has one."""
+        if self._copied is not None and h not in self._copied:
+            return None
         return self.db.execute(
             "SELECT path, absolute, kind, md5 FROM browse_copies WHERE hash = ?", (h,)
         ).fetchone()
@@ -694,13 +700,16 @@ class BrowseMirror:
         local, absolute = self._hashes(links.local), self._hashes(links.absolute)
         before = set(_unpack(old[1])) if old else set()
         after = set(_unpack(absolute))
-        self.db.sql.executemany(
-            "DELETE FROM browse_waiting WHERE target = ? AND page = ?",
-            [(t, h) for t in before - after],
-        )
-        self.db.sql.executemany(
-            "INSERT OR IGNORE INTO browse_waiting VALUES (?, ?)", [(t, h) for t in after - before]
-        )
+        if gone := before - after:
+            self.db.sql.executemany(
+                "DELETE FROM browse_waiting WHERE target = ? AND page = ?", [(t, h) for t in gone]
+            )
+        if new := after - before:
+            self.db.sql.executemany(
+                "INSERT OR IGNORE INTO browse_waiting VALUES (?, ?)", [(t, h) for t in new]
+            )
+        if self._copied is not None:
+            self._copied.add(h)
         self.db.execute(
             "INSERT INTO browse_copies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash)"
             " DO UPDATE SET url = excluded.url, path = excluded.path, md5 = excluded.md5,"
