@@ -19,6 +19,7 @@ from tarantula.core.simhash import (
     fingerprint_words,
     visible_words,
 )
+from tarantula.store.sqlite.near import BlockIndex
 
 
 def plain_simhash(words: list[bytes]) -> int:
@@ -68,6 +69,34 @@ def test_fingerprints_within_the_distance_share_a_block(value, apart, data):
 
 def test_blocks_cut_for_another_distance_do_not_meet():
     assert not set(block_keys(0, 3)) & set(block_keys(0, 4))
+
+
+def _flipped(value: int, bits: set[int]) -> int:
+    for bit in bits:
+        value ^= 1 << bit
+    return value
+
+
+_BIT_SETS = st.sets(st.integers(0, 63), max_size=6)
+
+
+@given(
+    st.integers(0, 7),
+    st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=4),
+    st.lists(st.tuples(st.integers(0, 3), _BIT_SETS), max_size=40),
+    st.lists(st.tuples(st.integers(0, 3), _BIT_SETS), max_size=10),
+    st.integers(1, 6),
+)
+def test_the_block_index_finds_what_a_scan_finds(apart, bases, kept, asked, merge_every):
+    # One process's fingerprints in memory (near.BlockIndex): kept ones near and far from a few
+    # pages, some at the start and the rest added one by one (merged into the arrays every few).
+    values = [_flipped(bases[i % len(bases)], bits) for i, bits in kept]
+    index = BlockIndex(apart, values[: len(values) // 2], merge_every=merge_every)
+    for value in values[len(values) // 2 :]:
+        index.add(value)
+    for i, bits in [*asked, *kept]:
+        value = _flipped(bases[i % len(bases)], bits)
+        assert index.within(value) == {v for v in values if distance(v, value) <= apart}
 
 
 def test_only_the_visible_text_is_read():

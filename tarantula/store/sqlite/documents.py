@@ -13,7 +13,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, restored, shortened, split
 from tarantula.store.outputs import OutputFiles
 from tarantula.store.sqlite.database import StateDB
-from tarantula.store.sqlite.near import Fingerprints
+from tarantula.store.sqlite.near import Fingerprints, OwnFingerprints
 
 
 class SqliteDocuments(OutputFiles):
@@ -29,7 +29,7 @@ class SqliteDocuments(OutputFiles):
         self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
         self._pages: set[str] = set()  # URLs of new documents on their way to be stored
         self._count: int | None = None  # documents stored, counted once, then kept by claims
-        self.fingerprints = Fingerprints(db)
+        self.fingerprints: Fingerprints = OwnFingerprints(db)
 
     def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
         """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit): it is a

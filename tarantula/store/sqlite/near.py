@@ -8,16 +8,24 @@ and then measured, never by a scan. A page claims its fingerprint when it is fou
 near-duplicate, in the same transaction (the shared database's write lock), so two near pages
 parsed at once in two processes cannot both be originals; the claim ends if the page is not stored
 after all (:meth:`Fingerprints.forget`).
+
+One process's own database keeps the blocks in memory instead (:class:`OwnFingerprints`, with
+:class:`BlockIndex`): no other process claims there, so what it claimed is all there is. The
+table of fingerprints stays the record, from which a resume builds the blocks again; five
+statements a page become one (docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import heapq
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from tarantula.core.simhash import block_keys
+from tarantula.core.simhash import block_keys, blocks
 from tarantula.core.simhash import distance as bits_apart
 
 if TYPE_CHECKING:
@@ -138,3 +146,121 @@ class Fingerprints(Tables):
             "SELECT fingerprint FROM fingerprints WHERE url = ?", (url,)
         ).fetchone()
         return None if row is None else as_unsigned(row[0])
+
+
+_BITS = 64
+_ALL = (1 << _BITS) - 1
+
+
+def _turned(value: int, shift: int, width: int) -> int:
+    """``value`` rotated so that its bits ``shift`` to ``shift + width`` are its top bits."""
+    k = _BITS - shift - width
+    return ((value << k) | (value >> (_BITS - k))) & _ALL
+
+
+def _unturned(turned: int, shift: int, width: int) -> int:
+    k = shift + width
+    return ((turned << k) | (turned >> (_BITS - k))) & _ALL
+
+
+class BlockIndex:
+    """Fingerprints by their blocks (:func:`tarantula.core.simhash.blocks` for ``distance``), in
+    8 bytes a block each: for each block, a sorted array of the fingerprints rotated so that the
+    block is their top bits (those that share it are one run of the array, found by two binary
+    searches), plus the recent additions by their block's value, merged into the arrays now and
+    then. A fingerprint within ``distance`` bits of another shares a block with it (Manku et
+    al. 2007, the permuted tables of section 3).
+
+    >>> index = BlockIndex(3, [0xFF])
+    >>> index.add(0xFF << 56)
+    >>> index.within(0xFE), hex(*index.within((0xFF << 56) | 0b101)), index.within(1 << 40)
+    ({255}, '0xff00000000000000', set())
+    """
+
+    def __init__(self, distance: int, values: Iterable[int] = (), merge_every: int = 16384) -> None:
+        self.distance = distance
+        self._cut = blocks(distance)
+        kept = list(values)
+        self._sorted = [array("Q", sorted(_turned(v, *block) for v in kept)) for block in self._cut]
+        self._recent: list[dict[int, list[int]]] = [{} for _ in self._cut]
+        self._added = 0
+        self._merge_every = merge_every
+
+    def add(self, value: int) -> None:
+        for (shift, width), recent in zip(self._cut, self._recent, strict=True):
+            block = (value >> shift) & ((1 << width) - 1)
+            if (same := recent.get(block)) is None:
+                recent[block] = [value]
+            else:
+                same.append(value)
+        self._added += 1
+        if self._added >= self._merge_every:
+            self._merge()
+
+    def _merge(self) -> None:
+        for i, (shift, width) in enumerate(self._cut):
+            turned = sorted(_turned(v, shift, width) for vs in self._recent[i].values() for v in vs)
+            # A streaming merge: no list of Python ints as long as the whole array.
+            self._sorted[i] = array("Q", heapq.merge(self._sorted[i], turned))
+            self._recent[i] = {}
+        self._added = 0
+
+    def within(self, value: int) -> set[int]:
+        """The fingerprints kept within ``distance`` bits of ``value``."""
+        found: set[int] = set()
+        for (shift, width), kept, recent in zip(self._cut, self._sorted, self._recent, strict=True):
+            block = (value >> shift) & ((1 << width) - 1)
+            found.update(recent.get(block, ()))
+            if kept:
+                low = block << (_BITS - width)
+                start = bisect_left(kept, low)
+                end = bisect_left(kept, low + (1 << (_BITS - width)), start)
+                found.update(_unturned(turned, shift, width) for turned in kept[start:end])
+        return {other for other in found if bits_apart(value, other) <= self.distance}
+
+
+class OwnFingerprints(Fingerprints):
+    """The fingerprints in one process's own database, their blocks in memory
+    (:class:`BlockIndex`, built from the table at the first claim of a run): no other process
+    claims here. What the index finds the table confirms, so a fingerprint forgotten since (a
+    page not stored after all, a recrawl's new text) is not found; the table keeps no blocks."""
+
+    def __init__(self, db: Statements) -> None:
+        super().__init__(db)
+        self._index: BlockIndex | None = None
+        db.execute("CREATE INDEX IF NOT EXISTS fingerprints_value ON fingerprints (fingerprint)")
+        db.execute("DELETE FROM fingerprint_blocks")  # an earlier version's, in this database
+
+    def _index_for(self, distance: int) -> BlockIndex:
+        if self._index is None or self._index.distance != distance:
+            kept = self.db.execute("SELECT fingerprint FROM fingerprints").fetchall()
+            self._index = BlockIndex(distance, (as_unsigned(value) for (value,) in kept))
+        return self._index
+
+    def near(self, url: str, value: int, distance: int,
+             claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
+        index = self._index_for(distance)
+        if close := index.within(value):
+            values = [as_signed(other) for other in close]
+            rows = self.db.execute(
+                f"SELECT url, fingerprint FROM fingerprints WHERE fingerprint IN"
+                f" ({', '.join('?' * len(values))}) AND url != ?",
+                (*values, url),
+            ).fetchall()
+            best = min(((bits_apart(value, as_unsigned(other)), page) for page, other in rows),
+                       default=None)  # fmt: skip
+            if best is not None:
+                return best[1], best[0]
+        if claim:
+            self.db.execute(
+                "INSERT INTO fingerprints VALUES (?, ?) ON CONFLICT (url)"
+                " DO UPDATE SET fingerprint = excluded.fingerprint",
+                (url, as_signed(value)),
+            )
+            index.add(value)
+            self.db.changed()
+        return None
+
+    def _forget(self, url: str) -> None:
+        # Its blocks stay in the index, which the table corrects.
+        self.db.execute("DELETE FROM fingerprints WHERE url = ?", (url,))
