@@ -40,6 +40,10 @@ BANNER: dict[str, tuple[str, ...]] = {
 }
 
 
+#: The logger of Scrapy's engine, which logs the line :meth:`LogFormatter.crawled` makes.
+_ENGINE = logging.getLogger("scrapy.core.engine")
+
+
 class DemoteToDebug(logging.Filter):
     """Turns a logger's INFO records whose message (its format string) starts with one of
     ``prefixes`` into DEBUG records, so that a handler at INFO or above drops them."""
@@ -78,6 +82,8 @@ class LogFormatter(logformatter.LogFormatter):
     Tarantula's line at INFO already, so that one is left out."""
 
     def crawled(self, request: Request, response: Response, spider: Spider) -> Any:
+        if not _ENGINE.isEnabledFor(logging.DEBUG):  # (the crawl's level is on its loggers)
+            return None  # the line would be dropped: it is not built
         result = super().crawled(request, response, spider)
         content_type = response.headers.get(b"Content-Type") or b"-"
         latency = request.meta.get("download_latency")

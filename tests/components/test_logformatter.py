@@ -1,0 +1,36 @@
+"""The log formatter: one line per answer at log-level 2, and none built below it (SPEC 12)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.http import HtmlResponse
+
+from tarantula.configure import quiet_loggers
+from tarantula.logformatter import LogFormatter
+
+
+@pytest.fixture
+def scrapy_level():
+    log = logging.getLogger("scrapy")
+    before = log.level
+    yield quiet_loggers
+    log.setLevel(before)
+
+
+def test_an_answer_s_line_is_built_at_log_level_2_only(scrapy_level):
+    request = Request("http://a.test/", meta={"download_latency": 0.25})
+    response = HtmlResponse(
+        "http://a.test/", body=b"<p>x</p>", headers={"Content-Type": "text/html"}, request=request
+    )
+    formatter, spider = LogFormatter(), Spider("s")
+    scrapy_level("DEBUG")
+    line = formatter.crawled(request, response, spider)
+    assert line["level"] == logging.DEBUG
+    assert line["msg"] % line["args"] == (
+        "Crawled (200) <GET http://a.test/> (text/html, 8 bytes, 0.250 s)"
+    )
+    scrapy_level("INFO")  # log-level 1: the engine would drop the line
+    assert formatter.crawled(request, response, spider) is None
