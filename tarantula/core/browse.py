@@ -43,7 +43,7 @@ from urllib.parse import quote, unquote_to_bytes
 from tarantula.core.css import apply_edits, map_css
 from tarantula.core.links import LINKS_KEPT
 from tarantula.core.reader import HtmlReading, Ref, read_html
-from tarantula.core.urls import LinkResolver, UrlRejected, page_base
+from tarantula.core.urls import LinkResolver, UrlRejected, page_base, without_fragment
 
 logger = logging.getLogger(__name__)
 
@@ -549,7 +549,8 @@ def _converter(page_path: str, locate: Locate, found: PageLinks,
         absolute = absolute_of(link)
         if absolute is None:
             return None
-        url, hash_mark, fragment = absolute.partition("#")
+        _, hash_mark, fragment = absolute.partition("#")
+        url = without_fragment(absolute)
         target = cache.get(url)
         if target is None:
             target = cache[url] = locate(url)
@@ -616,7 +617,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
 
         def collect(link: str) -> None:  # the targets noted, and nothing to write: no text built
             if (absolute := absolute_of(link)) is not None:
-                targets[absolute.partition("#")[0]] = None
+                targets[without_fragment(absolute)] = None
 
         if refs is None:
             map_css(text, collect)
@@ -624,7 +625,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
             for ref in refs:  # most are plain links: no call of map_refs' for each
                 if ref.kind == "url":
                     if (absolute := absolute_of(ref.value)) is not None:
-                        targets[absolute.partition("#")[0]] = None
+                        targets[without_fragment(absolute)] = None
                 elif ref.kind != "base":
                     map_refs(text, (ref,), collect, False)
         prefetch(list(targets), resolved.keys if resolved else {})

@@ -28,7 +28,14 @@ from urllib.parse import unquote
 from tarantula.core.reader import Resolved
 from tarantula.core.rules import RULE_HELP, UrlRules, Verdict
 from tarantula.core.scope import origin
-from tarantula.core.urls import LinkResolver, UrlRejected, file_name, page_base, query_in_encoding
+from tarantula.core.urls import (
+    LinkResolver,
+    UrlRejected,
+    file_name,
+    page_base,
+    query_in_encoding,
+    without_fragment,
+)
 
 #: Log out, sign out, log off, end session: any case, any separator, not inside a longer word
 #: (``/catalog/outdoor``, ``blog-offers`` are not).
@@ -122,7 +129,7 @@ def resolve_links(page_url: str, base_href: str | None, hrefs: Sequence[tuple[st
         # An ASCII href (``href is written``) is joined as the conversion joins it.
         if resolved is not None and first > "#" and href is written and verdict and verdict.url:
             resolved.joins[href] = absolute
-            resolved.keys[absolute.partition("#")[0]] = verdict.url
+            resolved.keys[without_fragment(absolute)] = verdict.url
         if verdict is None:
             drops.append(("invalid", href))
         elif verdict.url is None or not verdict.listed:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from tarantula.core.browse import HTML, loaded_links, loaded_refs
 from tarantula.core.reader import HtmlReading
-from tarantula.core.urls import LinkResolver, UrlRejected, page_base
+from tarantula.core.urls import LinkResolver, UrlRejected, page_base, without_fragment
 
 #: What marks a frontier entry as a requisite's: normalized URLs have no fragment, so
 #: ``url + MARK`` never names a document.
@@ -61,7 +61,7 @@ def requisites(text: str | HtmlReading, url: str, kind: str = HTML) -> list[str]
         except UrlRejected:
             continue
         if absolute[:8].lower().startswith(("http://", "https://")):
-            found[absolute.partition("#")[0]] = None
+            found[without_fragment(absolute)] = None
     return list(found)
 
 

@@ -34,6 +34,7 @@ from tarantula.core.config import CrawlConfig
 from tarantula.core.links import resolve_links
 from tarantula.core.mirror import mirror_relpath
 from tarantula.core.reader import Resolved, read_html
+from tarantula.core.requisites import requisites
 from tarantula.core.rules import UrlRules
 from tarantula.core.urls import UrlRejected, normalize_url
 
@@ -602,6 +603,32 @@ def test_the_crawl_hands_over_a_links_normalized_url_without_its_fragment():
     assert resolved.keys == {"http://ex.com/docs/b.html": "http://ex.com/docs/b.html",
                              "http://EX.COM:80/docs/b.html": "http://ex.com/docs/b.html",
                              "http://ex.com/docs/page.html?q=1": "http://ex.com/docs/page.html?q=1"}  # fmt: skip
+
+
+def test_a_space_before_a_links_fragment_is_in_its_url():
+    # Found by test_the_crawls_resolution_of_a_pages_links_converts_as_the_conversions_own: the
+    # space of "http://ex.com/ #0" is inside the URL (a parser strips spaces at its ends only),
+    # which is http://ex.com/%20, not http://ex.com/, whether the crawl resolved the link (href)
+    # or the conversion does (src), and the requisite fetched is that URL too.
+    rules = UrlRules(CrawlConfig(path=Path("/c.conf"), starting_points=("http://ex.com/",)))
+    text = '<a href="http://ex.com/ #0">a</a><img src="/p.png #x">'
+    stored = {"http://ex.com/": "ex.com/index.html", "http://ex.com/%20": "ex.com/%20.html",
+              "http://ex.com/p.png%20": "ex.com/p.png%20"}  # fmt: skip
+    for crawl_resolved in (False, True):
+        reading = read_html(text, refs=True)
+        if crawl_resolved:
+            resolved = Resolved()
+            resolve_links(PAGE_URL, reading.base, reading.links, rules, resolved=resolved)
+            assert resolved.keys == {"http://ex.com/%20": "http://ex.com/%20"}
+            reading.resolved = resolved
+        told: list[list[str]] = []
+        data, links = convert_document(text.encode(), "html", "utf-8", PAGE_URL, PAGE_PATH,
+                                       locator(stored), reading,
+                                       lambda urls, keys, told=told: told.append(urls))  # fmt: skip
+        assert told == [["http://ex.com/%20", "http://ex.com/p.png%20"]]
+        assert data == b'<a href="../%2520.html#0">a</a><img src="../p.png%2520#x">'
+        assert links.local == {"http://ex.com/%20", "http://ex.com/p.png%20"}
+    assert requisites(text, PAGE_URL) == ["http://ex.com/p.png%20"]
 
 
 def test_a_link_is_remembered_by_its_folder_and_fragments_by_no_one():
