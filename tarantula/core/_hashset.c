@@ -5,7 +5,7 @@
  * Python int of every element it compares (about 0.54 us a look-up in a set of 20,000 hashes,
  * against 0.07 us for one answered by the set of recent additions), and the crawl asks the
  * seen-set of every link and the browsable copy's sets of every target of a page
- * (docs/benchmarks.md). tests/core/test_frontier.py holds the two paths equal.
+ * (docs/benchmarks.md). tests/core/test_frontier.py holds a HashSet to a set.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -622,7 +622,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         if refs is None:
             map_css(text, collect)
         else:
-            for ref in refs:  # most are plain links: no call of map_refs' for each
+            for ref in refs:  # most are plain links, read here rather than through map_refs
                 if ref.kind == "url":
                     if (absolute := absolute_of(ref.value)) is not None:
                         targets[without_fragment(absolute)] = None

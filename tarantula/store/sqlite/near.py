@@ -11,8 +11,8 @@ after all (:meth:`Fingerprints.forget`).
 
 One process's own database keeps the blocks in memory instead (:class:`OwnFingerprints`, with
 :class:`BlockIndex`): no other process claims there, so what it claimed is all there is. The
-table of fingerprints stays the record, from which a resume builds the blocks again; five
-statements a page become one (docs/benchmarks.md).
+table of fingerprints stays the record, from which a resume builds the blocks again; a claim's
+four statements become one (docs/benchmarks.md).
 """
 
 from __future__ import annotations
