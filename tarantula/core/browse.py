@@ -624,8 +624,7 @@ def convert_document(body: bytes, kind: str, codec: str | None, page_url: str, p
         else:
             for ref in refs:  # most are plain links, read here rather than through map_refs
                 if ref.kind == "url":
-                    if (absolute := absolute_of(ref.value)) is not None:
-                        targets[without_fragment(absolute)] = None
+                    collect(ref.value)
                 elif ref.kind != "base":
                     map_refs(text, (ref,), collect, False)
         prefetch(list(targets), resolved.keys if resolved else {})

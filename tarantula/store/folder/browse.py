@@ -363,8 +363,8 @@ class BrowseMirror:
         self._known = HashSet()
         self._twins = HashSet()  # URL hashes of the URLs kept as exact duplicates
         # URL hashes that may have a row in browse_copies (a filter, filled by open(): a hash
-        # not in it has none, and costs no look-up; None: not known, so every one is looked up).
-        self._copied: HashSet | None = None
+        # not in it has none, and costs no look-up).
+        self._copied = HashSet()
         # URL hashes of the documents stored by this run whose copy is where their URL says
         # (expected_name), so their path costs no look-up; those stored again elsewhere since
         # are in _irregular. A document a recrawl removes keeps its links until the run's end,
@@ -664,7 +664,7 @@ class BrowseMirror:
 
     def _copy_row(self, h: int) -> _CopyRow | None:
         """What the browse copy of the document of URL hash ``h`` was made from, if it has one."""
-        if self._copied is not None and h not in self._copied:
+        if h not in self._copied:
             return None
         return self.db.execute(
             "SELECT path, absolute, kind, md5 FROM browse_copies WHERE hash = ?", (h,)
@@ -708,8 +708,7 @@ class BrowseMirror:
             self.db.sql.executemany(
                 "INSERT OR IGNORE INTO browse_waiting VALUES (?, ?)", [(t, h) for t in new]
             )
-        if self._copied is not None:
-            self._copied.add(h)
+        self._copied.add(h)
         self.db.execute(
             "INSERT INTO browse_copies VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hash)"
             " DO UPDATE SET url = excluded.url, path = excluded.path, md5 = excluded.md5,"
