@@ -24,12 +24,14 @@ class SqliteDocuments(OutputFiles):
     #: Whether :meth:`claim_content` answers the mirror's :meth:`placed` ahead, when given the
     #: copy's path (a shared store saves the mirror a round trip that way; this one has none).
 
-    def __init__(self, db: StateDB) -> None:
+    def __init__(self, db: StateDB, fingerprints: Fingerprints | None = None) -> None:
+        """``fingerprints``: where the near-duplicate fingerprints are kept, if not in ``db``
+        with their blocks in memory (the processes of a crawl on N share theirs)."""
         super().__init__(db)
         self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
         self._pages: set[str] = set()  # URLs of new documents on their way to be stored
         self._count: int | None = None  # documents stored, counted once, then kept by claims
-        self.fingerprints: Fingerprints = OwnFingerprints(db)
+        self.fingerprints = fingerprints or OwnFingerprints(db)
 
     def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
         """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit): it is a

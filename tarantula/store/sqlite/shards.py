@@ -568,11 +568,10 @@ class ShardDocuments(SqliteDocuments):
     its processes as one process would."""
 
     def __init__(self, db: StateDB, shared: SharedDB, shard: int) -> None:
-        super().__init__(db)
+        super().__init__(db, Fingerprints(shared, shared.write))
         self.shared = shared
         self.shard = shard
         self._claimed_pages = False
-        self.fingerprints = Fingerprints(shared, shared.write)
         # The claims of the pages parsed at the same moment, in one write transaction of the
         # shared database (one commit for several pages: a commit is what costs there).
         self._content_claims = Together(self._claim_contents, gather=GATHER)
