@@ -14,10 +14,12 @@ from tarantula.logformatter import LogFormatter
 
 @pytest.fixture
 def scrapy_level():
-    log = logging.getLogger("scrapy")
-    before = log.level
+    # quiet_loggers sets the crawl's level on these loggers: they get their own back afterwards.
+    logs = [logging.getLogger(name) for name in ("scrapy", "tarantula", "protego", "twisted")]
+    before = [log.level for log in logs]
     yield quiet_loggers
-    log.setLevel(before)
+    for log, level in zip(logs, before, strict=True):
+        log.setLevel(level)
 
 
 def test_an_answer_s_line_is_built_at_log_level_2_only(scrapy_level):

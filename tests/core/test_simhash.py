@@ -57,24 +57,22 @@ def test_a_page_of_few_words_has_no_fingerprint():
     assert fingerprint_words([b"w"] * simhash.MIN_WORDS) is not None
 
 
+def _flipped(value: int, bits: set[int]) -> int:
+    for bit in bits:
+        value ^= 1 << bit
+    return value
+
+
 @given(st.integers(0, 2**64 - 1), st.integers(0, 15), st.data())
 def test_fingerprints_within_the_distance_share_a_block(value, apart, data):
     flips = data.draw(st.sets(st.integers(0, 63), max_size=apart))
-    other = value
-    for bit in flips:
-        other ^= 1 << bit
+    other = _flipped(value, flips)
     assert distance(value, other) == len(flips)
     assert set(block_keys(value, apart)) & set(block_keys(other, apart))
 
 
 def test_blocks_cut_for_another_distance_do_not_meet():
     assert not set(block_keys(0, 3)) & set(block_keys(0, 4))
-
-
-def _flipped(value: int, bits: set[int]) -> int:
-    for bit in bits:
-        value ^= 1 << bit
-    return value
 
 
 _BIT_SETS = st.sets(st.integers(0, 63), max_size=6)
