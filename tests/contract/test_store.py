@@ -778,7 +778,9 @@ def test_the_processes_of_a_crawl_on_n_share_each_robots_txt(tmp_path):
 
 def test_the_processes_of_a_crawl_on_n_share_the_near_fingerprints(tmp_path):
     """A crawl on N processes: a page one process claimed is another's original, and two
-    processes asking at once cannot both claim (the shared database's write lock)."""
+    processes asking at once cannot both claim (the shared database's write lock). Each process
+    keeps an index of every process's fingerprints, reading the others' claims as they come; a
+    new run builds its indexes from the fingerprints kept."""
     from tarantula.store.sqlite.shards import ShardStore
 
     first = ShardStore(tmp_path, "bfs", 1, 2)
@@ -790,7 +792,18 @@ def test_the_processes_of_a_crawl_on_n_share_the_near_fingerprints(tmp_path):
     assert second.documents.claim_near("http://b.test/1", value ^ 0b11, 3) == ("http://a.test/1", 2)
     first.documents.release(None, "http://a.test/1")
     assert second.documents.claim_near("http://b.test/1", value ^ 0b11, 3) is None
+    # Both indexes are built: the first finds the second's claim through the log.
     assert first.documents.claim_near("http://a.test/1", value, 3) == ("http://b.test/1", 2)
+    other = ~value & ((1 << 64) - 1)
+    assert first.documents.claim_near("http://a.test/2", other, 3) is None
+    assert second.documents.claim_near("http://b.test/2", other ^ 1, 3) == ("http://a.test/2", 1)
+    for store in (second, first):
+        store.close()
+    again = ShardStore(tmp_path, "bfs", 1, 2)
+    assert again.begin().kind == "resume"
+    assert again.shared.execute("SELECT count(*) FROM fingerprint_log").fetchone() == (0,)
+    assert again.documents.claim_near("http://c.test/1", other ^ 0b111, 3) == ("http://a.test/2", 3)
+    again.close()
 
 
 def test_the_processes_of_a_crawl_on_n_learn_traps_together(tmp_path):

@@ -13,7 +13,7 @@ from tarantula.core.documents import StoredDocument
 from tarantula.core.index import joined, restored, shortened, split
 from tarantula.store.outputs import OutputFiles
 from tarantula.store.sqlite.database import StateDB
-from tarantula.store.sqlite.near import Fingerprints, OwnFingerprints
+from tarantula.store.sqlite.near import Fingerprints
 
 
 class SqliteDocuments(OutputFiles):
@@ -26,12 +26,12 @@ class SqliteDocuments(OutputFiles):
 
     def __init__(self, db: StateDB, fingerprints: Fingerprints | None = None) -> None:
         """``fingerprints``: where the near-duplicate fingerprints are kept, if not in ``db``
-        with their blocks in memory (the processes of a crawl on N share theirs)."""
+        (the processes of a crawl on N share theirs)."""
         super().__init__(db)
         self._claims: dict[str, str] = {}  # content MD5 -> URL, for documents not stored yet
         self._pages: set[str] = set()  # URLs of new documents on their way to be stored
         self._count: int | None = None  # documents stored, counted once, then kept by claims
-        self.fingerprints = fingerprints or OwnFingerprints(db)
+        self.fingerprints = fingerprints or Fingerprints(db)
 
     def claim_page(self, url: str, limit: int, worker: str = "") -> bool:
         """Whether ``url`` may be stored under max-page-number ``limit`` (0: no limit): it is a

@@ -2,17 +2,19 @@
 process's own database, or the database the processes of a crawl share, so that every process
 finds the others' pages.
 
-Each fingerprint is kept under each of its blocks (:func:`tarantula.core.simhash.block_keys`): a
-page's near fingerprints are those sharing a block with its own, found through the blocks' index
-and then measured, never by a scan. A page claims its fingerprint when it is found to be no one's
-near-duplicate, in the same transaction (the shared database's write lock), so two near pages
-parsed at once in two processes cannot both be originals; the claim ends if the page is not stored
-after all (:meth:`Fingerprints.forget`).
+The table ``fingerprints`` is the record: each stored page's fingerprint (or one on its way to be:
+a page claims its fingerprint when it is found to be no one's near-duplicate, and the claim ends
+if it is not stored after all, :meth:`Fingerprints.forget`). The blocks through which a page's
+near fingerprints are found, never by a scan, are kept in memory (:class:`BlockIndex`, Manku et
+al.'s permuted tables), built again from the table at a run's first claim; what the index finds
+the table confirms, so a fingerprint forgotten since is not found.
 
-One process's own database keeps the blocks in memory instead (:class:`OwnFingerprints`, with
-:class:`BlockIndex`): no other process claims there, so what it claimed is all there is. The
-table of fingerprints stays the record, from which a resume builds the blocks again; a claim's
-four statements become one (docs/benchmarks.md).
+The processes of a crawl on N processes each keep such an index of every process's fingerprints:
+a claim also adds a row to ``fingerprint_log``, and a process reads the rows added since its last
+look before it looks again, inside the shared database's write lock, in which it then claims. So
+two near pages parsed at once in two processes cannot both be originals. Process 1 empties the log
+when it begins a run, before the others start. (docs/benchmarks.md: a claim's four statements
+became one, two in a crawl on N processes.)
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from tarantula.core.simhash import block_keys, blocks
+from tarantula.core.simhash import blocks
 from tarantula.core.simhash import distance as bits_apart
 
 if TYPE_CHECKING:
@@ -34,8 +36,11 @@ if TYPE_CHECKING:
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS fingerprints (url TEXT PRIMARY KEY, fingerprint INTEGER NOT NULL)
     WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS fingerprint_blocks (key INTEGER NOT NULL, url TEXT NOT NULL,
-    PRIMARY KEY (key, url)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS fingerprints_value ON fingerprints (fingerprint);
+"""
+#: The shared database's log of claims (see the module's docstring).
+LOG_SCHEMA = """
+CREATE TABLE IF NOT EXISTS fingerprint_log (id INTEGER PRIMARY KEY, fingerprint INTEGER NOT NULL);
 """
 
 _SIGN = 1 << 63
@@ -59,93 +64,6 @@ class Tables:
                  transaction: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext) -> None:  # fmt: skip
         self.db = db
         self.transaction = transaction
-
-
-class Fingerprints(Tables):
-    """The fingerprints in a crawl's database: a check and a claim are one step."""
-
-    _distance: int | None = None  # the distance the blocks are cut for, once checked
-
-    def _blocks_for(self, distance: int) -> None:
-        """Cut the kept fingerprints' blocks for ``distance`` if they were cut for another (a
-        resume with another ``near-duplicate-distance``): their keys name the block count."""
-        if self._distance == distance:
-            return
-        cut = self._cut()
-        if cut is not None and cut != max(distance + 1, 2):
-            with self.transaction():
-                self.db.execute("DELETE FROM fingerprint_blocks")
-                for url, value in self.db.execute(
-                    "SELECT url, fingerprint FROM fingerprints"
-                ).fetchall():
-                    self._add_blocks(url, as_unsigned(value), distance)
-            self.db.changed()
-        self._distance = distance
-
-    def _cut(self) -> int | None:
-        """How many blocks the kept fingerprints are cut in (a key names its block count), None
-        when none is kept."""
-        row = self.db.execute("SELECT key FROM fingerprint_blocks LIMIT 1").fetchone()
-        return None if row is None else int(row[0]) >> 40
-
-    def _add_blocks(self, url: str, value: int, distance: int) -> None:
-        """Keep ``url``'s fingerprint under each of its blocks: one statement for all of them."""
-        rows = [(key, url) for key in block_keys(value, distance)]
-        self.db.execute(
-            "INSERT INTO fingerprint_blocks VALUES "
-            + ", ".join(["(?, ?)"] * len(rows))
-            + " ON CONFLICT DO NOTHING",
-            [field for row in rows for field in row],
-        )
-
-    def near(self, url: str, value: int, distance: int,
-             claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
-        """The page whose fingerprint is nearest ``value`` within ``distance`` bits (stored, or
-        claimed on its way to be), with how many bits apart: ties go to the first URL in order.
-        None when there is none; ``url`` then claims ``value`` (with ``claim``)."""
-        self._blocks_for(distance)
-        keys = list(block_keys(value, distance))
-        marks = ", ".join("?" * len(keys))
-        with self.transaction():
-            rows = self.db.execute(
-                "SELECT DISTINCT f.url, f.fingerprint FROM fingerprint_blocks b JOIN fingerprints f"
-                f" ON f.url = b.url WHERE b.key IN ({marks}) AND b.url != ?",
-                (*keys, url),
-            ).fetchall()
-            found = [(bits_apart(value, as_unsigned(other)), page) for page, other in rows]
-            best = min((pair for pair in found if pair[0] <= distance), default=None)
-            if best is not None:
-                return best[1], best[0]
-            if claim:
-                self._forget(url)
-                self.db.execute("INSERT INTO fingerprints VALUES (?, ?)", (url, as_signed(value)))
-                self._add_blocks(url, value, distance)
-        self.db.changed()
-        return None
-
-    def forget(self, url: str) -> None:
-        """``url``'s page is not stored (not after all, or no longer): its fingerprint goes."""
-        with self.transaction():
-            self._forget(url)
-        self.db.changed()
-
-    def _forget(self, url: str) -> None:
-        value = self.of(url)
-        if value is None:
-            return
-        self.db.execute("DELETE FROM fingerprints WHERE url = ?", (url,))
-        cut = self._cut()
-        if cut is None:
-            return
-        for key in block_keys(value, cut - 1):  # the blocks as they were cut
-            self.db.execute("DELETE FROM fingerprint_blocks WHERE key = ? AND url = ?", (key, url))
-
-    def of(self, url: str) -> int | None:
-        """The fingerprint kept for ``url``'s page, None when none is."""
-        row = self.db.execute(
-            "SELECT fingerprint FROM fingerprints WHERE url = ?", (url,)
-        ).fetchone()
-        return None if row is None else as_unsigned(row[0])
 
 
 _BITS = 64
@@ -219,48 +137,76 @@ class BlockIndex:
         return {other for other in found if bits_apart(value, other) <= self.distance}
 
 
-class OwnFingerprints(Fingerprints):
-    """The fingerprints in one process's own database, their blocks in memory
-    (:class:`BlockIndex`, built from the table at the first claim of a run): no other process
-    claims here. What the index finds the table confirms, so a fingerprint forgotten since (a
-    page not stored after all, a recrawl's new text) is not found; the table keeps no blocks."""
+class Fingerprints(Tables):
+    """The fingerprints in a crawl's database, their blocks in memory (see the module's
+    docstring); with ``log``, in the database the processes of a crawl share, through its log
+    of claims. A check and a claim are one step (``transaction``)."""
 
-    def __init__(self, db: Statements) -> None:
-        super().__init__(db)
+    def __init__(self, db: Statements,
+                 transaction: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+                 log: bool = False) -> None:  # fmt: skip
+        super().__init__(db, transaction)
         self._index: BlockIndex | None = None
-        db.execute("CREATE INDEX IF NOT EXISTS fingerprints_value ON fingerprints (fingerprint)")
-        db.execute("DELETE FROM fingerprint_blocks")  # an earlier version's, in this database
+        self._log = log
+        self._read = 0  # the last row of the log in the index
+        db.execute("DROP TABLE IF EXISTS fingerprint_blocks")  # where an earlier version kept them
 
     def _index_for(self, distance: int) -> BlockIndex:
+        """The index, built from the table at the first claim (or for another distance), with
+        the log's rows added since the last look."""
         if self._index is None or self._index.distance != distance:
+            if self._log:
+                (read,) = self.db.execute("SELECT max(id) FROM fingerprint_log").fetchone()
+                self._read = read or 0
             kept = self.db.execute("SELECT fingerprint FROM fingerprints").fetchall()
             self._index = BlockIndex(distance, (as_unsigned(value) for (value,) in kept))
+        elif self._log:
+            rows = self.db.execute(
+                "SELECT id, fingerprint FROM fingerprint_log WHERE id > ? ORDER BY id",
+                (self._read,),
+            ).fetchall()
+            for _, value in rows:
+                self._index.add(as_unsigned(value))
+            if rows:
+                self._read = rows[-1][0]
         return self._index
 
     def near(self, url: str, value: int, distance: int,
              claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
-        index = self._index_for(distance)
-        if close := index.within(value):
-            values = [as_signed(other) for other in close]
-            rows = self.db.execute(
-                f"SELECT url, fingerprint FROM fingerprints WHERE fingerprint IN"
-                f" ({', '.join('?' * len(values))}) AND url != ?",
-                (*values, url),
-            ).fetchall()
-            best = min(((bits_apart(value, as_unsigned(other)), page) for page, other in rows),
-                       default=None)  # fmt: skip
-            if best is not None:
-                return best[1], best[0]
-        if claim:
+        """The page whose fingerprint is nearest ``value`` within ``distance`` bits (stored, or
+        claimed on its way to be), with how many bits apart: ties go to the first URL in order.
+        None when there is none; ``url`` then claims ``value`` (with ``claim``)."""
+        with self.transaction():
+            index = self._index_for(distance)
+            if close := index.within(value):
+                values = [as_signed(other) for other in close]
+                rows = self.db.execute(
+                    f"SELECT url, fingerprint FROM fingerprints WHERE fingerprint IN"
+                    f" ({', '.join('?' * len(values))}) AND url != ?",
+                    (*values, url),
+                ).fetchall()
+                best = min(((bits_apart(value, as_unsigned(other)), page) for page, other in rows),
+                           default=None)  # fmt: skip
+                if best is not None:
+                    return best[1], best[0]
+            if not claim:
+                return None
+            signed = as_signed(value)
             self.db.execute(
                 "INSERT INTO fingerprints VALUES (?, ?) ON CONFLICT (url)"
                 " DO UPDATE SET fingerprint = excluded.fingerprint",
-                (url, as_signed(value)),
+                (url, signed),
             )
+            if self._log:  # the rows before it are in the index: read just now, in this lock
+                logged = self.db.execute("INSERT INTO fingerprint_log VALUES (NULL, ?)", (signed,))
+                self._read = logged.lastrowid or self._read
             index.add(value)
-            self.db.changed()
+        self.db.changed()
         return None
 
-    def _forget(self, url: str) -> None:
-        # Its blocks stay in the index, which the table corrects.
-        self.db.execute("DELETE FROM fingerprints WHERE url = ?", (url,))
+    def forget(self, url: str) -> None:
+        """``url``'s page is not stored (not after all, or no longer): its fingerprint goes (its
+        blocks stay in the indexes, which the table corrects)."""
+        with self.transaction():
+            self.db.execute("DELETE FROM fingerprints WHERE url = ?", (url,))
+        self.db.changed()

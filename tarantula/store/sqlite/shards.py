@@ -568,7 +568,7 @@ class ShardDocuments(SqliteDocuments):
     its processes as one process would."""
 
     def __init__(self, db: StateDB, shared: SharedDB, shard: int) -> None:
-        super().__init__(db, Fingerprints(shared, shared.write))
+        super().__init__(db, Fingerprints(shared, shared.write, log=True))
         self.shared = shared
         self.shard = shard
         self._claimed_pages = False
@@ -846,6 +846,9 @@ class ShardStore(OwnDatabase):
                 "UPDATE shards SET pending = pending"
                 " + (SELECT count(*) FROM inbox WHERE inbox.shard = shards.shard)"
             )
+            # The claims of the runs before are in the table of fingerprints, where the processes
+            # of this one build their indexes from (none has yet: they start after this).
+            sql.execute("DELETE FROM fingerprint_log")
             # A robots.txt claimed by a process a kill ended before it published it.
             sql.execute("DELETE FROM robots WHERE at IS NULL")
             if run.kind == "resume":

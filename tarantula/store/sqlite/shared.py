@@ -20,8 +20,9 @@ another longer than a statement:
   claims (``max-page-number``), as one process keeps them in memory;
 - ``requisites``: the page requisites, whose page and host may be different processes';
 - ``robots``: each site's robots.txt, fetched by the first process that needs it, for all;
-- ``fingerprints`` and ``fingerprint_blocks``: the stored pages' fingerprints, for
-  near-duplicates across processes (:mod:`tarantula.store.sqlite.near`);
+- ``fingerprints`` and ``fingerprint_log``: the stored pages' fingerprints, for near-duplicates
+  across processes, and the claims each process reads into its index of them
+  (:mod:`tarantula.store.sqlite.near`);
 - ``trap_streaks`` and ``trap_rules``: the traps the crawl learns, from every process's pages
   (:mod:`tarantula.store.sqlite.traps`).
 
@@ -40,6 +41,7 @@ from typing import Any
 
 from tarantula.core.layout import STATE_FOLDER
 from tarantula.store.sqlite.cookies import SCHEMA as COOKIES_SCHEMA
+from tarantula.store.sqlite.near import LOG_SCHEMA as NEAR_LOG_SCHEMA
 from tarantula.store.sqlite.near import SCHEMA as NEAR_SCHEMA
 from tarantula.store.sqlite.traps import SCHEMA as TRAPS_SCHEMA
 
@@ -73,6 +75,7 @@ CREATE TABLE IF NOT EXISTS robots (
     WITHOUT ROWID;
 """
     + NEAR_SCHEMA
+    + NEAR_LOG_SCHEMA
     + TRAPS_SCHEMA
     + COOKIES_SCHEMA
 )
