@@ -5,11 +5,15 @@ nothing, and the tools read both databases as one."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tarantula.core.documents import StoredDocument
 from tarantula.core.index import IndexRecord, format_record
@@ -119,6 +123,35 @@ def test_content_and_page_claims_are_the_crawl_s(tmp_path):
     assert second.documents.claim_page("http://b.test/", 2)  # its own claim holds
     second.documents.release_page("http://b.test/")
     assert first.documents.claim_page("http://a.test/y", 2)
+
+
+@deferred_f_from_coro_f
+async def test_the_claims_of_one_moment_are_one_transaction_of_the_shared_database(tmp_path):
+    """Content and near-duplicate claims asked at the same moment (pages parsed together) are
+    answered in order, in one write transaction: a commit is what costs there."""
+    first, second = pair(tmp_path)
+    writes = []
+    write = first.shared.write
+
+    @contextmanager
+    def counted() -> Iterator[sqlite3.Connection]:
+        writes.append(1)
+        with write() as sql:
+            yield sql
+
+    first.shared.write = counted  # type: ignore[method-assign]
+    value = 0x0123_4567_89AB_CDEF
+    assert second.documents.claim_near("http://b.test/1", value, 3) is None
+
+    documents = first.documents
+    answers = await asyncio.gather(
+        documents.claim_content_soon("m", "http://a.test/1"),
+        documents.claim_near_soon("http://a.test/1", value ^ 1, 3),
+        documents.claim_content_soon("m", "http://a.test/2"),
+        documents.claim_near_soon("http://a.test/3", ~value & (2**64 - 1), 3),
+    )
+    assert answers == [None, ("http://b.test/1", 1), "http://a.test/1", None]
+    assert writes == [1]
 
 
 def test_requisites_are_wanted_once_by_the_crawl(tmp_path):

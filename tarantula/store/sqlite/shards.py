@@ -572,20 +572,20 @@ class ShardDocuments(SqliteDocuments):
         self.shared = shared
         self.shard = shard
         self._claimed_pages = False
-        # The claims of the pages parsed at the same moment, in one write transaction of the
-        # shared database (one commit for several pages: a commit is what costs there).
-        self._content_claims = Together(self._claim_contents, gather=GATHER)
-        self._near_claims = Together(self._claim_nears, gather=GATHER)
+        # The claims of the pages parsed at the same moment, content and near-duplicate claims
+        # alike, in one write transaction of the shared database (one commit for several pages:
+        # a commit is what costs there).
+        self._claims_together: Together[tuple[bool, tuple[Any, ...]], Any] = Together(
+            self._claim_together, gather=GATHER
+        )
 
-    def _claim_contents(self, claims: list[tuple[str, str, bool, str | None]]) -> list[str | None]:
+    def _claim_together(self, claims: list[tuple[bool, tuple[Any, ...]]]) -> list[Any]:
+        """The answers to content claims and (``near``) near-duplicate claims, in order."""
         with self.shared.write():
-            return [self.claim_content(*claim) for claim in claims]
-
-    def _claim_nears(
-        self, claims: list[tuple[str, int, int, bool]]
-    ) -> list[tuple[str, int] | None]:
-        with self.shared.write():
-            return [self.claim_near(*claim) for claim in claims]
+            return [
+                self.claim_near(*claim) if near else self.claim_content(*claim)
+                for near, claim in claims
+            ]
 
     # -- content claims ----------------------------------------------------------------------
 
@@ -607,11 +607,11 @@ class ShardDocuments(SqliteDocuments):
 
     async def claim_content_soon(self, md5: str, url: str, claim: bool = True,
                                  path: str | None = None) -> str | None:  # fmt: skip
-        return await self._content_claims.ask((md5, url, claim, path))
+        return await self._claims_together.ask((False, (md5, url, claim, path)))
 
     async def claim_near_soon(self, url: str, fingerprint: int, distance: int,
                               claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
-        return await self._near_claims.ask((url, fingerprint, distance, claim))
+        return await self._claims_together.ask((True, (url, fingerprint, distance, claim)))
 
     def release(self, md5: str | None, url: str) -> None:
         if md5 is not None:
