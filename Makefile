@@ -5,9 +5,9 @@ BIN    := $(VENV)/bin
 
 .PHONY: demo test test-fast lint check clean
 
-# setup.py builds the near-duplicate fingerprint's C pass and the hash sets' binary search into the
-# checkout (tarantula/core/_simhash.c, _hashset.c).
-$(VENV)/.installed: pyproject.toml setup.py tarantula/core/_simhash.c tarantula/core/_hashset.c conf/tarantula-warnings.pth
+# setup.py builds the near-duplicate fingerprint's C pass, the hash sets' binary search and the
+# reading's C pass into the checkout (tarantula/core/_simhash.c, _hashset.c, _reader.c).
+$(VENV)/.installed: pyproject.toml setup.py tarantula/core/_simhash.c tarantula/core/_hashset.c tarantula/core/_reader.c conf/tarantula-warnings.pth
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'

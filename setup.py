@@ -16,5 +16,6 @@ setup(
             optional=True,
         ),
         Extension("tarantula.core._hashset", sources=["tarantula/core/_hashset.c"], optional=True),
+        Extension("tarantula.core._reader", sources=["tarantula/core/_reader.c"], optional=True),
     ]
 )

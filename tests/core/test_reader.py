@@ -1,21 +1,23 @@
 """One reading of an HTML page (tarantula.core.reader): its title, base and links with their anchor
 texts as lxml's HTML parser reads them (tables, and an lxml oracle over generated markup and over
-Debian's documentation sites when installed), and the one-reader properties: the links listed are
+Debian's documentation sites when installed), the one-reader properties: the links listed are
 among the places the browsable copy rewrites, whatever the page, and reading the refs too changes
-nothing of the links."""
+nothing of the links; and the reading's C pass (_reader.c) held to its Python path."""
 
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import lxml.html
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tarantula.core import reader
 from tarantula.core.index import MAX_TEXT, clean
-from tarantula.core.reader import read_html
+from tarantula.core.reader import HtmlReading, read_html, read_html_in_python
 
 
 def parse_html(text: str):
@@ -92,10 +94,14 @@ def test_iframes_are_links_in_document_order():
         ("<body><svg><title>icon</title></svg><p>no title of its own</p>", None),
         # <foreignObject> leads back into HTML, where a <title> is the document's.
         ("<body><svg><foreignObject><title>Real</title></foreignObject></svg>", "Real"),
+        # An end tag closes only what is open: <foreignObject> outside a drawing opens nothing.
+        ("<svg></svg><math></svg><title>formula</title></math><title>Real</title>", "Real"),
+        ("<foreignObject><math></foreignObject><title>formula</title>", None),
     ],
 )
 def test_title_ignores_svg_and_mathml_titles(html, title):
     assert parse_html(html).title == title
+    assert read_html_in_python(html).title == title
 
 
 @pytest.mark.parametrize(
@@ -247,10 +253,113 @@ def test_real_documentation_sites_read_as_lxml_reads_them(site):
         pytest.skip(f"{site} is not installed")
     pages = sorted(site.rglob("*.html"))
     assert len(pages) > 100
-    differing = []
+    differing, not_as_python = [], []
     for path in pages:
         text = path.read_text(encoding="utf-8", errors="replace")
         page = read_html(text, refs=False)
         if (page.title, page.base, page.links) != lxml_reading(text):
             differing.append(path)
+        if read_html(text) != read_html_in_python(text):  # the refs too, from the C pass
+            not_as_python.append(path)
     assert differing == []
+    assert not_as_python == []
+
+
+# -- the C pass against the Python path ------------------------------------------------------------
+
+# What the C pass must tokenize as the Python path's regular expressions do: pages of tags made of
+# the names and attributes the reading acts on, their values quoted or not, holding '>' or
+# references, separated in odd ways, closed or not, among text, comments closed in every way,
+# declarations, end tags and raw text; or of the characters and words tags are made of, for what
+# no grammar foresees, with the letters Python's case-insensitive matching folds to ASCII.
+_TAG_NAMES = ["a", "A", "a", "base", "BASE", "area", "frame", "iframe", "title", "svg", "math",
+              "foreignObject", "script", "style", "textarea", "xmp", "noembed", "noframes",
+              "plaintext", "img", "link", "meta", "object", "input", "source", "video", "body",
+              "p", "span", "template", "noscript"]  # fmt: skip
+_ATTRIBUTE_NAMES = ["href", "HREF", "src", "srcset", "style", "title", "alt", "rel", "type",
+                    "content", "http-equiv", "data", "class", "xlink:href", "background", "=x"]  # fmt: skip
+_VALUES = ["x", "a b", "a>b", "&amp;", "&lt;x", "url(u)", "stylesheet icon", "image", "Refresh",
+           "0;url=r", "", "y.png 2x"]  # fmt: skip
+_OTHER = ["text ", "  ", "\n", "é", "“", "&amp;", "a < b", "<", ">", "</a>", "</A >", "</svg>",
+          "</math>", "</foreignobject>", "</script>", "</style/>", "</title>", "</textarea>",
+          "</x y=z>", "</ x>", "</>", "<!-- c -->", "<!-- d --!>", "<!--->", "<!---->", "<!-- e",
+          "<!>", "<?x>", "<!DOCTYPE html>", "<b>", "</b>", "<img alt=i>", "\x00", "\x7f",
+          "\u2028"]  # fmt: skip
+_FRAGMENTS = ["<", ">", "/", "=", '"', "'", " ", "\t", "a", "A", "x", "href", "src", "style",
+              "title", "script", "svg", "base", "!--", "--", "-->", "--!>", "&", "\u017f",
+              "\u212a", "é"]  # fmt: skip
+
+
+def _random_markup(rng: random.Random) -> str:
+    def tag() -> str:
+        attributes = []
+        for _ in range(rng.randint(0, 3)):
+            eq, quote = rng.choice(["=", " = ", ""]), rng.choice(['"', "'", ""])
+            attributes.append(
+                rng.choice([" ", "/", "\n", "", " / "]) + rng.choice(_ATTRIBUTE_NAMES) + eq
+                + quote + rng.choice(_VALUES) + (quote if eq else "")
+            )  # fmt: skip
+        return f"<{rng.choice(_TAG_NAMES)}{''.join(attributes)}{rng.choice(_TAG_ENDS)}"
+
+    if rng.random() < 0.5:
+        parts = [
+            tag() if rng.random() < 0.5 else rng.choice(_OTHER) for _ in range(rng.randint(0, 30))
+        ]
+    else:
+        parts = [
+            tag() if rng.random() < 0.3 else rng.choice(_FRAGMENTS)
+            for _ in range(rng.randint(0, 40))
+        ]
+    return "".join(parts)
+
+
+_TAG_ENDS = [">", "/>", " >", "", ' "']
+
+
+def _as_python(text: str) -> None:
+    for refs in (False, True):
+        assert read_html(text, refs=refs) == read_html_in_python(text, refs=refs)
+
+
+@settings(max_examples=300)
+@given(st.randoms(use_true_random=False).map(_random_markup) | _PAGES)
+def test_the_c_pass_reads_as_the_python_path(text):
+    _as_python(text)
+
+
+def test_the_c_pass_reads_many_generated_pages_as_the_python_path():
+    # Denser than the examples above: the constructs that need two or three tags in a row (a
+    # second <base>, an end tag of an element that is not open, a comment closed by "--!>").
+    for seed in range(20_000):
+        _as_python(_random_markup(random.Random(seed)))
+
+
+def test_the_c_pass_is_built_and_leaves_the_folded_letters_to_python():
+    # setup.py builds it where a compiler is found, as on every machine the suite runs on.
+    assert reader._reader is not None, "tarantula/core/_reader.c was not built"
+    assert reader._reader.read("<script><a href=x>y</a>", True) == (None, None, [], [])
+    # Python's case-insensitive patterns take these four for ASCII letters (<\u017fcript> opens
+    # a script to them): a page holding one is read by the Python path.
+    for letter in "\u0130\u0131\u017f\u212a":
+        text = f"<{letter}cript><a href=x>y</a>"
+        assert reader._reader.read(text, True) is None
+        _as_python(text)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["word " * 300, "<b>word</b> " * 300, "word " * 900, "x" * 5000, "<i>x</i>" * 700, "a&amp;b"],
+)
+def test_long_and_referenced_anchors_read_as_the_python_path(content):
+    # Anchor texts are cut at MAX_TEXT; long contents and references are left to Python.
+    for text in (f"<a href=x>{content}</a>", f"<a href=x>{content}"):
+        _as_python(text)
+    page = read_html(f"<a href=x>{content}</a>")
+    assert len(page.links[0][1]) <= MAX_TEXT
+
+
+def test_a_reading_is_the_page_s_own():
+    page = read_html('<a href="a.html" title=T>A</a>')
+    assert isinstance(page, HtmlReading)
+    assert page.refs == [reader.Ref("url", 8, 16, "a.html")]
+    assert type(page.refs[0]) is reader.Ref
