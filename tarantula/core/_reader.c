@@ -303,19 +303,20 @@ static int add_refs(Reading *r, int tag, Py_ssize_t name_start, Py_ssize_t name_
     if (!urlish)
         return 0;
     if (tag == T_A && plain && r->kept[A_HREF].value != NULL) {
+        /* A Ref made as tuple.__new__(Ref, items) makes it, not through the named tuple's
+         * Python-level __new__. */
         Kept *h = &r->kept[A_HREF];
-        PyObject *ref = ((PyTypeObject *)ref_type)->tp_alloc((PyTypeObject *)ref_type, 5);
+        PyObject *items = Py_BuildValue("((OnnOO))", kind_url, h->value_start, h->value_end,
+                                        h->value, Py_False);
+        if (items == NULL)
+            return -1;
+        PyObject *ref = PyTuple_Type.tp_new((PyTypeObject *)ref_type, items, NULL);
+        Py_DECREF(items);
         if (ref == NULL)
             return -1;
-        PyTuple_SET_ITEM(ref, 0, Py_NewRef(kind_url));
-        PyTuple_SET_ITEM(ref, 1, PyLong_FromSsize_t(h->value_start));
-        PyTuple_SET_ITEM(ref, 2, PyLong_FromSsize_t(h->value_end));
-        PyTuple_SET_ITEM(ref, 3, Py_NewRef(h->value));
-        PyTuple_SET_ITEM(ref, 4, Py_NewRef(Py_False));
-        int failed = PyTuple_GET_ITEM(ref, 1) == NULL || PyTuple_GET_ITEM(ref, 2) == NULL
-                     || PyList_Append(r->found, ref) < 0;
+        int failed = PyList_Append(r->found, ref);
         Py_DECREF(ref);
-        return failed ? -1 : 0;
+        return failed;
     }
     PyObject *seen = PyDict_New(), *name = NULL, *refs = NULL;
     int result = -1;
@@ -646,6 +647,8 @@ static PyObject *read_page(PyObject *Py_UNUSED(module), PyObject *const *args, P
         return NULL;
     }
     PyObject *text = args[0];
+    if (PyUnicode_READY(text) < 0)
+        return NULL;
     if (has_folded_letter(text))
         Py_RETURN_NONE;
     int refs = PyObject_IsTrue(args[1]);
@@ -698,7 +701,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_reader", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_reader", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__reader(void) {
     for (int k = 0; k < N_USED; k++)

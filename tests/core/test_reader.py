@@ -363,3 +363,4 @@ def test_a_reading_is_the_page_s_own():
     assert isinstance(page, HtmlReading)
     assert page.refs == [reader.Ref("url", 8, 16, "a.html")]
     assert type(page.refs[0]) is reader.Ref
+    assert hash(page.refs[0]) == hash(reader.Ref("url", 8, 16, "a.html"))
