@@ -716,7 +716,7 @@ def test_a_page_costs_one_round_trip_its_store_going_with_the_next_claim(redis_c
 
 
 @deferred_f_from_coro_f
-async def test_claims_awaited_in_one_turn_of_the_event_loop_go_in_one_round_trip(redis_client,
+async def test_claims_of_both_kinds_awaited_in_one_turn_of_the_event_loop_go_in_one_round_trip(redis_client,
                                                                                  tmp_path,
                                                                                  monkeypatch):  # fmt: skip
     a = state(redis_client, "a", tmp_path, ahead=4, concurrency=4)
@@ -725,20 +725,26 @@ async def test_claims_awaited_in_one_turn_of_the_event_loop_go_in_one_round_trip
         a.frontier.push(f"http://h{i}.test/", f"http://h{i}.test/", 0)
     leased = [a.frontier.lease() for _ in range(3)]
     first, second, third = (e.url for e in leased if e is not None)
+    value = 0x0123_4567_89AB_CDEF
+    assert a.documents.claim_near("http://z.test/", value, 3) is None  # its blocks' cut checked
     a.stored(doc(first, md5=content_md5("m0"), path="h0.test/index.html"))  # held till the claims
     trips = record_trips(a, monkeypatch)
 
     soon = a.documents.claim_content_soon
     owners = await asyncio.gather(
         soon(content_md5("m1"), second, path="h1.test/index.html"),
+        a.documents.claim_near_soon("http://q.test/", value ^ 1, 3),  # near claims go along
         soon(content_md5("m1"), third, path="h2.test/index.html"),  # the same content
         soon(content_md5("m2"), "http://x.test/", claim=False),  # a page not to store
     )
-    assert owners == [None, second, None]
+    assert owners == [None, ("http://z.test/", 1), second, None]
     assert trips == [
-        ["store", "ack"]  # what the worker held goes first
-        + ["claim_content", "HGET", "SISMEMBER"] * 2
-        + ["claim_content", "lease", "lease"]  # a lease taken ahead a page to store
+        [
+            *("store", "ack"),  # what the worker held goes first
+            *("claim_content", "HGET", "SISMEMBER", "claim_near"),
+            *("claim_content", "HGET", "SISMEMBER"),
+            *("claim_content", "lease", "lease"),  # a lease taken ahead a page to store
+        ]
     ]
     assert a.documents.placed(second, "h1.test/index.html") == (None, False)
     assert len(trips) == 1  # answered with the claims

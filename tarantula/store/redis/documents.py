@@ -67,6 +67,8 @@ AHEAD_FOR = 1.0
 Claim = tuple[str, str, bool, str | None]
 #: A near claim: URL, fingerprint, distance, whether to claim.
 NearClaim = tuple[str, int, int, bool]
+#: A claim of either kind, as asked together: whether it is a near claim, and the claim.
+AnyClaim = tuple[bool, Claim | NearClaim]
 
 
 def _essentials(raw: bytes | None) -> StoredDocument | None:
@@ -111,9 +113,9 @@ class RedisDocumentStore(OutputFiles):
         # asks
         self._ahead: dict[str, tuple[float, str, bytes | None, int]] = {}
         self.ahead_for = AHEAD_FOR
-        # Claims awaited (claim_content_soon, claim_near_soon), sent together at the loop's next turn
-        self._content_claims = Together(self._claim)
-        self._near_claims = Together(self._claim_near)
+        # Claims awaited (claim_content_soon, claim_near_soon), sent together at the loop's next
+        # turn: the two kinds in one round trip
+        self._claims_together: Together[AnyClaim, Any] = Together(self._claim_both)
         # The seen-set's buckets, which hold the taken paths: the frontier's, or read when asked.
         self._buckets: int | None = None if frontier is None else frontier.buckets
         self._near_distance: int | None = None  # the distance the blocks are cut for, once checked
@@ -187,32 +189,46 @@ class RedisDocumentStore(OutputFiles):
         document at the same path, or (its lease on the URL expired) the URL's own, meanwhile: as
         it may between the mirror's question and its write, a window now longer by up to
         :attr:`ahead_for`."""
-        return self._claim([(md5, url, claim, path)])[0]
+        return self._claim_both([(False, (md5, url, claim, path))])[0]
 
     async def claim_content_soon(self, md5: str, url: str, claim: bool = True,
                                  path: str | None = None) -> str | None:  # fmt: skip
-        """:meth:`claim_content`, in one round trip with every claim asked for in the same turn of
-        the event loop: the pages parsed at the same moment, about four a round trip in a crawl
-        of 16 threads that keeps its core busy. Each page's ``placed`` answer and lease taken
-        ahead go in it too. Outside an event loop, a claim is sent at once."""
-        return await self._content_claims.ask((md5, url, claim, path))
+        """:meth:`claim_content`, in one round trip with every claim (of either kind, see
+        :meth:`claim_near_soon`) asked for in the same turn of the event loop: the pages parsed at
+        the same moment, about four a round trip in a crawl of 16 threads that keeps its core
+        busy. Each page's ``placed`` answer and lease taken ahead go in it too. Outside an event
+        loop, a claim is sent at once."""
+        return await self._claims_together.ask((False, (md5, url, claim, path)))
 
-    def _claim(self, claims: list[Claim]) -> list[str | None]:
-        """:meth:`claim_content` for each of ``claims`` (md5, URL, claim, path), in one round trip
-        with the worker's frontier: under bfs, a lease taken ahead a claim with a path (a page to
-        store) goes with it, unless the worker holds enough taken ahead."""
-        for _, url, _, _ in claims:
+    def _claim_both(self, claims: list[AnyClaim]) -> list[Any]:
+        """The answers to content claims (:meth:`claim_content`: md5, URL, claim, path) and near
+        claims (:meth:`claim_near`: URL, fingerprint, distance, claim), in order, in one round
+        trip with the worker's frontier: under bfs, a lease taken ahead a content claim with a
+        path (a page to store) goes with it, unless the worker holds enough taken ahead."""
+        contents = [cast("Claim", claim) for near, claim in claims if not near]
+        nears = [cast("NearClaim", claim) for near, claim in claims if near]
+        for _, url, _, _ in contents:
             self._ahead.pop(url, None)
+        for _, _, distance, _ in nears:
+            self._blocks_for(distance)
 
         def fill(batch: Batch) -> None:
-            for md5, url, claim, path in claims:
-                args = [self.prefix, content_key(md5), url, int(claim), self.worker]
+            for near, claim in claims:
+                if near:
+                    url, fingerprint, distance, wanted = cast("NearClaim", claim)
+                    args = [self.prefix, url, url_id(url)[0], fingerprint.to_bytes(8, "big"),
+                            distance, int(wanted), self.worker,
+                            *block_codes(fingerprint, distance)]  # fmt: skip
+                    self.scripts.add(batch, "claim_near", self.keys, args)
+                    continue
+                md5, url, wanted, path = cast("Claim", claim)
+                args = [self.prefix, content_key(md5), url, int(wanted), self.worker]
                 self.scripts.add(batch, "claim_content", self.keys, args)
                 if path is not None:
                     self._ask_placed(batch, url, path)
 
         frontier = self.frontier
-        stored = sum(1 for *_, path in claims if path is not None)
+        stored = sum(1 for *_, path in contents if path is not None)
         # Not under dfs: the page's links, not pushed yet, may come first in its order.
         if frontier is not None and not frontier.dfs and stored:
             replies = frontier.execute_leasing_ahead(fill, stored)
@@ -221,17 +237,25 @@ class RedisDocumentStore(OutputFiles):
         now = time.monotonic()
         while self._ahead and now - next(iter(self._ahead.values()))[0] >= self.ahead_for:
             del self._ahead[next(iter(self._ahead))]  # pages that never reached the mirror
-        owners: list[str | None] = []
+        answers: list[Any] = []
         at = 0
-        for _, url, _, path in claims:
+        for near, claim in claims:
+            if near:
+                found = replies[at]
+                answers.append(
+                    None if not found else (cast("bytes", found[0]).decode(), int(found[1]))
+                )
+                at += 1
+                continue
+            _, url, _, path = cast("Claim", claim)
             owner = replies[at]
             if path is not None:
                 raw, holder = replies[at + 1 : at + 3]
                 if owner is None:
                     self._ahead[url] = (now, path, raw, holder)
             at += 1 if path is None else 3
-            owners.append(None if owner is None else cast("bytes", owner).decode())
-        return owners
+            answers.append(None if owner is None else cast("bytes", owner).decode())
+        return answers
 
     def release(self, md5: str | None, url: str) -> None:
         """``url`` will not be stored after all: its claims on the content and on its text's
@@ -250,30 +274,14 @@ class RedisDocumentStore(OutputFiles):
         nearest within ``distance`` bits, and how many bits apart; else None, and ``url`` claims
         its fingerprint until it is stored or :meth:`release`\\ d (with ``claim``). One script:
         two workers' near pages cannot both be originals."""
-        return self._claim_near([(url, fingerprint, distance, claim)])[0]
+        return self._claim_both([(True, (url, fingerprint, distance, claim))])[0]
 
     async def claim_near_soon(self, url: str, fingerprint: int, distance: int,
                               claim: bool = True) -> tuple[str, int] | None:  # fmt: skip
-        """:meth:`claim_near`, in one round trip with every near claim asked for in the same turn
-        of the event loop (as :meth:`claim_content_soon`); outside an event loop, at once."""
-        return await self._near_claims.ask((url, fingerprint, distance, claim))
-
-    def _claim_near(self, claims: list[NearClaim]) -> list[tuple[str, int] | None]:
-        """:meth:`claim_near` for each of ``claims`` (URL, fingerprint, distance, claim): one
-        script each, in order, in one round trip."""
-        for _, _, distance, _ in claims:
-            self._blocks_for(distance)
-
-        def fill(batch: Batch) -> None:
-            for url, fingerprint, distance, claim in claims:
-                args = [self.prefix, url, url_id(url)[0], fingerprint.to_bytes(8, "big"), distance,
-                        int(claim), self.worker, *block_codes(fingerprint, distance)]  # fmt: skip
-                self.scripts.add(batch, "claim_near", self.keys, args)
-
-        return [
-            None if not found else (cast("bytes", found[0]).decode(), int(found[1]))
-            for found in self._execute(fill)
-        ]
+        """:meth:`claim_near`, in one round trip with every claim of either kind asked for in the
+        same turn of the event loop (as :meth:`claim_content_soon`); outside an event loop, at
+        once."""
+        return await self._claims_together.ask((True, (url, fingerprint, distance, claim)))
 
     def _blocks_for(self, distance: int) -> None:
         """Cut the kept fingerprints' blocks for ``distance`` if they were cut for another (a
