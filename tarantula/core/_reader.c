@@ -293,6 +293,15 @@ static PyObject *lower_name(const Text *t, Py_ssize_t start, Py_ssize_t end) {
     return low;
 }
 
+/* item appended to list, the caller's reference to it dropped (NULL: a failure, its error set). */
+static int append_new(PyObject *list, PyObject *item) {
+    if (item == NULL)
+        return -1;
+    int failed = PyList_Append(list, item);
+    Py_DECREF(item);
+    return failed;
+}
+
 /* The refs of a tag with the kept attributes, added to r->found (reader._tag_refs). */
 static int add_refs(Reading *r, int tag, Py_ssize_t name_start, Py_ssize_t name_end) {
     int urlish = 0, plain = 1;
@@ -312,11 +321,7 @@ static int add_refs(Reading *r, int tag, Py_ssize_t name_start, Py_ssize_t name_
             return -1;
         PyObject *ref = PyTuple_Type.tp_new((PyTypeObject *)ref_type, items, NULL);
         Py_DECREF(items);
-        if (ref == NULL)
-            return -1;
-        int failed = PyList_Append(r->found, ref);
-        Py_DECREF(ref);
-        return failed;
+        return append_new(r->found, ref);
     }
     PyObject *seen = PyDict_New(), *name = NULL, *refs = NULL;
     int result = -1;
@@ -454,11 +459,7 @@ static int add_link(Reading *r, PyObject *href, int text_id) {
         return -1;
     PyObject *link = PyTuple_Pack(2, href, text);
     Py_DECREF(text);
-    if (link == NULL)
-        return -1;
-    int failed = PyList_Append(r->links, link);
-    Py_DECREF(link);
-    return failed;
+    return append_new(r->links, link);
 }
 
 static int push_foreign(Reading *r, int tag) {
@@ -564,14 +565,9 @@ static int run(Reading *r) {
                     anchor = -1;
                 }
                 if (r->kept[A_HREF].value != NULL) {
-                    PyObject *link = PyTuple_Pack(2, r->kept[A_HREF].value, Py_None);
-                    if (link == NULL)
-                        return -1;
                     anchor = PyList_GET_SIZE(r->links);
                     anchor_start = pos;
-                    int failed = PyList_Append(r->links, link);
-                    Py_DECREF(link);
-                    if (failed < 0)
+                    if (append_new(r->links, PyTuple_Pack(2, r->kept[A_HREF].value, Py_None)) < 0)
                         return -1;
                 }
             }
@@ -598,11 +594,8 @@ static int run(Reading *r) {
             if (tag == T_STYLE && content_end > pos && r->refs) {
                 PyObject *ref = PyObject_CallFunction(ref_type, "OnnNO", kind_style, pos, content_end,
                                                       substring(t, pos, content_end), Py_True);
-                if (ref == NULL || PyList_Append(r->found, ref) < 0) {
-                    Py_XDECREF(ref);
+                if (append_new(r->found, ref) < 0)
                     return -1;
-                }
-                Py_DECREF(ref);
             }
             else if (tag == T_TITLE && r->title == Py_None
                      && (r->n_foreign == 0 || r->foreign[r->n_foreign - 1] == T_FOREIGNOBJECT)) {
