@@ -85,8 +85,13 @@ static Py_ssize_t find_char(const Text *t, Py_ssize_t i, Py_UCS4 c) {
     return PyUnicode_FindChar(t->text, c, i, t->size, 1);
 }
 
-/* Whether the ASCII name at [start, end) is, lower-cased, one of names (an index), else -1. */
-static int name_id(const Text *t, Py_ssize_t start, Py_ssize_t end, const char **names, int n, int first) {
+/* The lengths of used_names and tag_names, made at the module's import. */
+static Py_ssize_t used_lengths[N_USED], tag_lengths[N_TAGS];
+
+/* Whether the ASCII name at [start, end) is, lower-cased, one of names (an index), else -1; a
+ * name is compared only with those of its length and first letter. */
+static int name_id(const Text *t, Py_ssize_t start, Py_ssize_t end, const char **names,
+                   const Py_ssize_t *lengths, int n, int first) {
     Py_ssize_t len = end - start;
     if (len > 15)
         return -1;
@@ -98,7 +103,7 @@ static int name_id(const Text *t, Py_ssize_t start, Py_ssize_t end, const char *
         low[i] = (char)lower(c);
     }
     for (int k = first; k < n; k++)
-        if ((Py_ssize_t)strlen(names[k]) == len && memcmp(names[k], low, len) == 0)
+        if (lengths[k] == len && names[k][0] == low[0] && memcmp(names[k], low, len) == 0)
             return k;
     return -1;
 }
@@ -262,7 +267,7 @@ static int keep_attributes(Reading *r) {
         Attribute *a = &r->attributes.items[k];
         if (a->value_start < 0)
             continue;
-        int id = name_id(t, a->name_start, a->name_end, used_names, N_USED, 0);
+        int id = name_id(t, a->name_start, a->name_end, used_names, used_lengths, N_USED, 0);
         if (id < 0 || r->kept[id].value != NULL)
             continue;
         Py_ssize_t vs = a->value_start, ve = a->value_end;
@@ -507,7 +512,7 @@ static int run(Reading *r) {
                 if (attributes_end == -2)
                     return -1;
                 pos = tag_end(t, attributes_end);
-                int closed = name_id(t, q, name_end, tag_names, N_TAGS, 1);
+                int closed = name_id(t, q, name_end, tag_names, tag_lengths, N_TAGS, 1);
                 if (closed == T_A) {
                     if (anchor >= 0 && close_anchor(r, anchor, anchor_start, lt) < 0)
                         return -1;
@@ -540,7 +545,7 @@ static int run(Reading *r) {
         Py_ssize_t name_start = lt + 1, name_end = lt + 2;
         while (name_end < size && !is_ws(at(t, name_end)) && at(t, name_end) != '/' && at(t, name_end) != '>')
             name_end++;
-        int tag = name_id(t, name_start, name_end, tag_names, N_TAGS, 1);
+        int tag = name_id(t, name_start, name_end, tag_names, tag_lengths, N_TAGS, 1);
         if (tag < 0)
             tag = T_OTHER;
         int link_tag = tag == T_A || tag == T_AREA || tag == T_FRAME || tag == T_IFRAME || tag == T_BASE;
@@ -697,6 +702,10 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_reader", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__reader(void) {
+    for (int k = 0; k < N_USED; k++)
+        used_lengths[k] = (Py_ssize_t)strlen(used_names[k]);
+    for (int k = 0; k < N_TAGS; k++)
+        tag_lengths[k] = (Py_ssize_t)strlen(tag_names[k]);
     for (int k = 0; k < N_USED; k++)
         if ((used_strings[k] = PyUnicode_InternFromString(used_names[k])) == NULL)
             return NULL;

@@ -13,7 +13,7 @@ keeps the spans of the text as it came, which a tree-building parser such as lxm
 the browsable copy changes the link values alone and leaves every other byte of a page as the
 server sent it. Tags that can matter to none of the three (most of a page's ``<div>``\\ s and
 ``<span>``\\ s) are passed over inside one regular expression. Where it was built, one C
-pass (``_reader.c``) makes the same reading four to six times as fast; this module's Python path
+pass (``_reader.c``) makes the same reading six to ten times as fast; this module's Python path
 is its reference (``tests/core/test_reader.py`` holds the two equal).
 
 >>> page = read_html('<title>Caf&eacute; &amp;\\n Co</title><base href="/d/"><a href="a.html">A <b>link</b></a>'
