@@ -210,7 +210,7 @@ static Py_ssize_t comment_end(const Text *t, Py_ssize_t i) {
  * followed by white space, '/', '>' or the end (reader._RAW_END), else the text's end. */
 static Py_ssize_t raw_end(const Text *t, Py_ssize_t i, int tag) {
     const char *name = tag_names[tag];
-    Py_ssize_t len = (Py_ssize_t)strlen(name), size = t->size;
+    Py_ssize_t len = tag_lengths[tag], size = t->size;
     for (;;) {
         Py_ssize_t lt = next_lt(t, i);
         if (lt + 1 + len >= size)
@@ -230,6 +230,46 @@ static Py_ssize_t raw_end(const Text *t, Py_ssize_t i, int tag) {
         }
         i = lt + 1;
     }
+}
+
+/* A token of reader._TOKEN: a '<' that starts none (text), a comment, declaration or end tag
+ * without a name (other), an end tag or a start tag, whose name is at [name_start, name_end) and
+ * whose attributes follow it (read by scan_attributes, then tag_end: where the token ends). */
+enum { TOKEN_TEXT, TOKEN_OTHER, TOKEN_END, TOKEN_START };
+
+typedef struct {
+    int kind;
+    Py_ssize_t name_start, name_end;
+    Py_ssize_t end;  /* where an other token ends */
+} Token;
+
+/* The token at the '<' at lt: 0, or -1 on an error. */
+static int token_at(const Text *t, Py_ssize_t lt, Token *token) {
+    Py_ssize_t size = t->size;
+    Py_UCS4 c = lt + 1 < size ? at(t, lt + 1) : 0;
+    Py_ssize_t name = lt + 1 + (c == '/');
+    if (c == '/' ? name < size && is_alpha(at(t, name)) : is_alpha(c)) {
+        Py_ssize_t name_end = name + 1;
+        while (name_end < size && !is_ws(at(t, name_end)) && at(t, name_end) != '/'
+               && at(t, name_end) != '>')
+            name_end++;
+        *token = (Token){c == '/' ? TOKEN_END : TOKEN_START, name, name_end, -1};
+        return 0;
+    }
+    *token = (Token){TOKEN_OTHER, -1, -1, -1};
+    if (c == '!' && lt + 3 < size && at(t, lt + 2) == '-' && at(t, lt + 3) == '-')
+        token->end = comment_end(t, lt);
+    else if (c == '/' && lt + 2 < size && at(t, lt + 2) == '>')
+        token->end = lt + 3;
+    else if (c == '!' || c == '?' || c == '/') {
+        Py_ssize_t gt = find_char(t, lt + 2, '>');
+        if (gt == -2)
+            return -1;
+        token->end = gt >= 0 ? gt + 1 : size;
+    }
+    else
+        token->kind = TOKEN_TEXT;
+    return 0;
 }
 
 /* -- the reading ----------------------------------------------------------------------------- */
@@ -385,29 +425,19 @@ static int anchor_in_c(const Text *page, Py_ssize_t start, Py_ssize_t end, PyObj
     int space = 1;  /* a space would be the first character, or follows one: left out */
     while (i < end) {
         Py_UCS4 c = at(&t, i);
-        if (c == '<' && i + 1 < end) {
-            Py_UCS4 d = at(&t, i + 1);
-            Py_ssize_t next = -1;
-            if (d == '!' && i + 3 < end && at(&t, i + 2) == '-' && at(&t, i + 3) == '-')
-                next = comment_end(&t, i);
-            else if (d == '/' && i + 2 < end && at(&t, i + 2) == '>')
-                next = i + 3;
-            else if (d == '!' || d == '?' || (d == '/' && !(i + 2 < end && is_alpha(at(&t, i + 2))))) {
-                Py_ssize_t gt = find_char(&t, i + 2, '>');
-                if (gt == -2)
-                    return -1;
-                next = gt >= 0 ? gt + 1 : end;
+        if (c == '<') {
+            Token token;
+            if (token_at(&t, i, &token) < 0)
+                return -1;
+            if (token.kind == TOKEN_OTHER) {
+                i = token.end;
+                continue;
             }
-            else if (is_alpha(d) || d == '/') {
-                Py_ssize_t q = (d == '/' ? i + 2 : i + 1) + 1;
-                while (q < end && !is_ws(at(&t, q)) && at(&t, q) != '/' && at(&t, q) != '>')
-                    q++;
-                if ((q = scan_attributes(&t, q, NULL)) == -2)
+            if (token.kind != TOKEN_TEXT) {
+                Py_ssize_t attributes_end = scan_attributes(&t, token.name_end, NULL);
+                if (attributes_end == -2)
                     return -1;
-                next = tag_end(&t, q);
-            }
-            if (next >= 0) {
-                i = next;
+                i = tag_end(&t, attributes_end);
                 continue;
             }
         }
@@ -490,61 +520,36 @@ static int run(Reading *r) {
         Py_ssize_t lt = next_lt(t, pos);
         if (lt + 1 >= size)
             break;
-        Py_UCS4 c = at(t, lt + 1);
-        if (c == '!' && lt + 3 < size && at(t, lt + 2) == '-' && at(t, lt + 3) == '-') {
-            pos = comment_end(t, lt);
+        Token token;
+        if (token_at(t, lt, &token) < 0)
+            return -1;
+        if (token.kind == TOKEN_TEXT || token.kind == TOKEN_OTHER) {
+            pos = token.kind == TOKEN_TEXT ? lt + 1 : token.end;
             continue;
         }
-        if (c == '!' || c == '?') {
-            Py_ssize_t gt = find_char(t, lt + 2, '>');
-            if (gt == -2)
+        Py_ssize_t name_start = token.name_start, name_end = token.name_end;
+        if (token.kind == TOKEN_END) {
+            Py_ssize_t attributes_end = scan_attributes(t, name_end, NULL);
+            if (attributes_end == -2)
                 return -1;
-            pos = gt >= 0 ? gt + 1 : size;
-            continue;
-        }
-        if (c == '/') {
-            Py_ssize_t q = lt + 2;
-            if (q < size && is_alpha(at(t, q))) {
-                Py_ssize_t name_end = q + 1;
-                while (name_end < size && !is_ws(at(t, name_end)) && at(t, name_end) != '/' && at(t, name_end) != '>')
-                    name_end++;
-                Py_ssize_t attributes_end = scan_attributes(t, name_end, NULL);
-                if (attributes_end == -2)
+            pos = tag_end(t, attributes_end);
+            int closed = name_id(t, name_start, name_end, tag_names, tag_lengths, N_TAGS, 1);
+            if (closed == T_A) {
+                if (anchor >= 0 && close_anchor(r, anchor, anchor_start, lt) < 0)
                     return -1;
-                pos = tag_end(t, attributes_end);
-                int closed = name_id(t, q, name_end, tag_names, tag_lengths, N_TAGS, 1);
-                if (closed == T_A) {
-                    if (anchor >= 0 && close_anchor(r, anchor, anchor_start, lt) < 0)
-                        return -1;
-                    anchor = -1;
-                }
-                else if (IS_FOREIGN(closed) && r->open_foreign[closed] > 0) {
-                    while (r->n_foreign > 0) {
-                        int popped = r->foreign[--r->n_foreign];
-                        r->open_foreign[popped]--;
-                        if (popped == closed)
-                            break;
-                    }
+                anchor = -1;
+            }
+            else if (IS_FOREIGN(closed) && r->open_foreign[closed] > 0) {
+                while (r->n_foreign > 0) {
+                    int popped = r->foreign[--r->n_foreign];
+                    r->open_foreign[popped]--;
+                    if (popped == closed)
+                        break;
                 }
             }
-            else if (q < size && at(t, q) == '>')
-                pos = q + 1;
-            else {
-                Py_ssize_t gt = find_char(t, q, '>');
-                if (gt == -2)
-                    return -1;
-                pos = gt >= 0 ? gt + 1 : size;
-            }
-            continue;
-        }
-        if (!is_alpha(c)) {  /* a '<' that starts no tag is text */
-            pos = lt + 1;
             continue;
         }
         /* A start tag. */
-        Py_ssize_t name_start = lt + 1, name_end = lt + 2;
-        while (name_end < size && !is_ws(at(t, name_end)) && at(t, name_end) != '/' && at(t, name_end) != '>')
-            name_end++;
         int tag = name_id(t, name_start, name_end, tag_names, tag_lengths, N_TAGS, 1);
         if (tag < 0)
             tag = T_OTHER;
